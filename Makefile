@@ -1,0 +1,172 @@
+# zero-to-zero: from a serial y = Ax to ZeRO-Offload, one lesson at a time.
+# `make` lists the targets. All output goes under build/.
+
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+.DELETE_ON_ERROR:
+
+# ---- Tools and flags (override any of them: make CC=clang) ---------------
+CC       ?= cc
+MPICC    ?= mpicc
+NVCC     ?= nvcc
+PKG_CONFIG ?= pkg-config
+# -march=native: the kernels are meant to use this machine's vector unit.
+ARCH_FLAGS ?= $(if $(filter arm64 aarch64,$(shell uname -m)),-mcpu=native,-march=native)
+OPT_FLAGS  ?= -O3 $(ARCH_FLAGS)
+# WERROR=1 (as CI sets) turns every warning into an error.
+WARN_FLAGS ?= -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes $(if $(WERROR),-Werror)
+CFLAGS   ?=
+LDFLAGS  ?=
+OPENMP_FLAGS ?= -fopenmp
+SANITIZE_FLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
+BLAS_PC      ?= openblas
+BLAS_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(BLAS_PC) 2>/dev/null)
+BLAS_LIBS    := $(shell $(PKG_CONFIG) --libs $(BLAS_PC) 2>/dev/null)
+
+# How MPI programs are launched: everywhere, through this one variable.
+# On one machine more ranks than cores need --oversubscribe; Open MPI refuses
+# to run as root unless told twice. For MPICH: make MPIRUN=mpiexec MPIRUN_TIMEOUT_FLAG=
+ROOT_ENV := $(if $(filter 0,$(shell id -u)),env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+MPIRUN   ?= $(ROOT_ENV) mpirun --oversubscribe
+# mpirun's own time limit flag, used by the test harness (empty: none).
+MPIRUN_TIMEOUT_FLAG ?= --timeout
+
+export ZZ_MPIRUN := $(MPIRUN)
+export ZZ_MPIRUN_TIMEOUT_FLAG := $(MPIRUN_TIMEOUT_FLAG)
+
+# ---- What there is ----------------------------------------------------------
+LESSONS := $(sort $(notdir $(patsubst %/lesson.mk,%,$(wildcard lessons/*/lesson.mk))))
+include $(foreach lesson,$(LESSONS),lessons/$(lesson)/lesson.mk)
+
+# The shared library; not_done.o and the MPI checks are linked explicitly
+# (tests replace not_done.o with the harness's version).
+COMMON_SOURCES := $(filter-out common/not_done.c common/check_mpi.c common/check_cuda.c,$(wildcard common/*.c))
+HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
+
+# Variants: student (lessons/ alone: the skeletons, or the student's work),
+# solution (edited files from solutions/, the rest from lessons/), sanitize
+# (the solution under AddressSanitizer and UndefinedBehaviorSanitizer).
+VARIANTS := student solution sanitize
+student_FLAGS  := $(OPT_FLAGS) -Wno-unused-parameter
+solution_FLAGS := $(OPT_FLAGS)
+sanitize_FLAGS := $(SANITIZE_FLAGS)
+
+# L=1, L=01 or L=01-serial-matvec all name lesson 01.
+lesson_of = $(firstword $(filter $(if $(filter 0 1 2 3 4 5 6 7 8 9,$(1)),0$(1),$(1))%,$(LESSONS)))
+LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
+
+# ---- Rules for one variant ------------------------------------------------
+# $(1): variant
+define variant_rules
+build/$(1)/common/%.o: common/%.c
+	@mkdir -p $$(@D)
+	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -MMD -MP -c $$< -o $$@
+build/$(1)/tests/%.o: tests/%.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
+build/$(1)/common/libcommon.a: $$(patsubst common/%.c,build/$(1)/common/%.o,$$(COMMON_SOURCES))
+	$$(AR) rcs $$@ $$^
+build/$(1)/common/check_mpi.o: COMPILER = $$(MPICC)
+endef
+
+# Lesson sources: a solution build looks in solutions/ first.
+define lesson_source_rules
+build/$(1)/%.o: $(2)/%.c
+	@mkdir -p $$(@D)
+	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -Ilessons/$$(*D) -MMD -MP -c $$< -o $$@
+endef
+
+# $(1): variant, $(2): lesson, $(3): program
+define program_rules
+build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(1)/common/libcommon.a build/$(1)/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),build/$(1)/common/check_mpi.o)
+	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o,$$^) build/$(1)/common/libcommon.a -lm -o $$@
+endef
+
+# $(1): variant, $(2): lesson
+define lesson_rules
+$(foreach source,$($(2)_MPI),build/$(1)/$(2)/$(source:.c=.o)): COMPILER = $$(MPICC)
+$(foreach source,$($(2)_OPENMP),build/$(1)/$(2)/$(source:.c=.o)): EXTRA_FLAGS = $$(OPENMP_FLAGS)
+$(foreach program,$($(2)_PROGRAMS),$(eval $(call program_rules,$(1),$(2),$(program))))
+build/$(1)/tests/test_$(2): build/$(1)/tests/test_$(2).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) build/$(1)/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
+	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
+PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
+TESTS_$(1) += build/$(1)/tests/test_$(2)
+endef
+
+COMPILER = $(CC)
+$(foreach variant,$(VARIANTS),$(eval $(call variant_rules,$(variant))))
+$(eval $(call lesson_source_rules,student,lessons))
+$(eval $(call lesson_source_rules,solution,solutions))
+$(eval $(call lesson_source_rules,solution,lessons))
+$(eval $(call lesson_source_rules,sanitize,solutions))
+$(eval $(call lesson_source_rules,sanitize,lessons))
+$(foreach variant,$(VARIANTS),$(foreach lesson,$(LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
+
+# The shared library's own unit tests.
+COMMON_TESTS := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
+define common_test_rules
+build/$(1)/tests/common/$(2): build/$(1)/tests/common/$(2).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1))
+	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
+TESTS_$(1) += build/$(1)/tests/common/$(2)
+endef
+$(foreach variant,solution sanitize,$(foreach test,$(COMMON_TESTS),$(eval $(call common_test_rules,$(variant),$(test)))))
+
+# Benchmarks: the solutions against OpenBLAS and STREAM.
+build/bench/bench_01: bench/bench_01.c build/solution/01-serial-matvec/matvec.o build/solution/common/libcommon.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(solution_FLAGS) $(WARN_FLAGS) $(BLAS_CFLAGS) -Icommon -Ilessons/01-serial-matvec $(LDFLAGS) $^ $(BLAS_LIBS) -lm -o $@
+BENCHES := build/bench/bench_01
+
+-include $(shell find build -name '*.d' 2>/dev/null)
+
+# ---- Targets ------------------------------------------------------------------
+.PHONY: help deps deps-ready all build-student build-solution build-sanitize demo test test-run check run bench slides clean
+
+help: ## list the targets
+	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
+	@echo
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 24
+	@echo
+	@echo "Lessons: $(LESSONS)"
+	@echo "Variables: CC MPICC NVCC CFLAGS OPT_FLAGS OPENMP_FLAGS MPIRUN BLAS_PC WERROR=1"
+
+deps: ## install what the toolkit needs (MPI, Check, OpenBLAS, pkg-config)
+	@scripts/install-deps.sh
+
+# Installs only when something is missing, then lets a fresh make read the
+# flags that pkg-config now knows.
+deps-ready:
+	@scripts/install-deps.sh --check >/dev/null 2>&1 || scripts/install-deps.sh
+
+build-student: $(PROGRAMS_student) $(TESTS_student)
+build-solution: $(PROGRAMS_solution) $(TESTS_solution)
+build-sanitize: $(TESTS_sanitize)
+
+all: ## build every lesson: your files and the solutions, with their tests
+	@$(MAKE) --no-print-directory build-student build-solution
+
+demo: deps-ready ## build the solutions and run every lesson at its default size
+	@$(MAKE) --no-print-directory build-solution
+	@scripts/demo.sh
+
+test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, sanitizers
+	@$(MAKE) --no-print-directory build-student build-solution build-sanitize
+	@tests/run-all.sh $(LESSONS)
+
+check: ## run one lesson's tests on your files: make check L=01
+	@test -n "$(LESSON_DIR)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
+	@$(MAKE) --no-print-directory build/student/tests/test_$(LESSON_DIR)
+	@ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student
+
+bench: deps-ready ## time the solutions against OpenBLAS and STREAM, side by side
+	@$(MAKE) --no-print-directory $(BENCHES)
+	@scripts/bench.sh
+
+slides: ## render slides/*.md to self-contained HTML in build/slides (needs pandoc)
+	@scripts/slides.sh
+
+clean: ## remove build/
+	rm -rf build

@@ -1,0 +1,86 @@
+/* Dense matrices and vectors of doubles. */
+#define _POSIX_C_SOURCE 200809L
+#include "matrix.h"
+
+#include "rng.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Seeds the vector stream apart from the matrix stream of the same seed. */
+static const uint64_t vector_stream = 0x76656374u; /* "vect" */
+
+bool matrix_bytes(size_t rows, size_t cols, size_t *bytes)
+{
+    size_t count;
+    if (cols != 0 && rows > SIZE_MAX / cols)
+        return false;
+    count = rows * cols;
+    if (count > SIZE_MAX / sizeof(double))
+        return false;
+    *bytes = count * sizeof(double);
+    return true;
+}
+
+double *matrix_alloc(size_t rows, size_t cols, const char *what)
+{
+    size_t bytes;
+    void *data = NULL;
+    char human[32];
+
+    if (!matrix_bytes(rows, cols, &bytes)) {
+        fprintf(stderr, "error: %s of %zu x %zu doubles is too large to "
+                "address\n", what, rows, cols);
+        exit(MATRIX_EXIT_TOO_LARGE);
+    }
+    /* posix_memalign(0 bytes) may return NULL legitimately; one element
+     * keeps "NULL means failure" true. */
+    if (posix_memalign(&data, 64, bytes > 0 ? bytes : sizeof(double)) != 0) {
+        format_bytes((double)bytes, human, sizeof human);
+        fprintf(stderr, "error: cannot allocate %s for %s (%zu x %zu "
+                "doubles): not enough memory\n", human, what, rows, cols);
+        exit(MATRIX_EXIT_TOO_LARGE);
+    }
+    memset(data, 0, bytes);
+    return data;
+}
+
+double *vector_alloc(size_t n, const char *what)
+{
+    return matrix_alloc(n, 1, what);
+}
+
+void matrix_free(double *data)
+{
+    free(data);
+}
+
+void matrix_fill_random(double *block, size_t rows, size_t cols,
+                        size_t row0, size_t col0, uint64_t seed)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            block[r * cols + c] = rng_at_signed(seed, row0 + r, col0 + c);
+}
+
+void vector_fill_random(double *x, size_t n, size_t offset, uint64_t seed)
+{
+    for (size_t k = 0; k < n; k++)
+        x[k] = rng_at_signed(seed ^ vector_stream, offset + k, 0);
+}
+
+void format_bytes(double bytes, char *buf, size_t len)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB",
+                                         "PiB", "EiB" };
+    int unit = 0;
+    while (bytes >= 1024.0 && unit < 6) {
+        bytes /= 1024.0;
+        unit++;
+    }
+    if (unit == 0)
+        snprintf(buf, len, "%.0f B", bytes);
+    else
+        snprintf(buf, len, "%.1f %s", bytes, units[unit]);
+}

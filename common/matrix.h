@@ -1,0 +1,48 @@
+/* Dense matrices and vectors of doubles: allocation with checked sizes, and
+ * filling from a seed.
+ *
+ * Storage is row-major: entry (i, j) of an m x n matrix A is A[i*n + j].
+ * Sizes come from users, so every byte count is checked for overflow before
+ * it reaches malloc: 100000 x 100000 doubles is 80 GB, not a wrapped-around
+ * small number. */
+#ifndef ZZ_MATRIX_H
+#define ZZ_MATRIX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit status for a size that cannot be honoured: it is bad input. */
+enum { MATRIX_EXIT_TOO_LARGE = 2 };
+
+/* *bytes = rows * cols * sizeof(double); false when that overflows size_t. */
+bool matrix_bytes(size_t rows, size_t cols, size_t *bytes);
+
+/* rows * cols doubles, 64-byte aligned (a cache line, and wide enough for
+ * any vector unit), every byte written once so that no page fault lands
+ * inside a timed region later. `what` names the buffer in the error: on
+ * overflow or allocation failure this prints one line and exits with
+ * MATRIX_EXIT_TOO_LARGE. Free with matrix_free. */
+double *matrix_alloc(size_t rows, size_t cols, const char *what);
+
+/* The same for a vector of n doubles. */
+double *vector_alloc(size_t n, const char *what);
+
+void matrix_free(double *data);
+
+/* Fills the rows x cols block of a generated matrix whose top-left entry is
+ * global entry (row0, col0): block[r*cols + c] = value of global (row0+r,
+ * col0+c), uniform in [-1, 1), a function of (seed, global row, global col)
+ * only. Any partition of the matrix therefore generates the same matrix. */
+void matrix_fill_random(double *block, size_t rows, size_t cols,
+                        size_t row0, size_t col0, uint64_t seed);
+
+/* Fills x[k] with element (offset + k) of the generated vector for `seed`,
+ * uniform in [-1, 1). The vector's numbers are independent of the matrix
+ * generated from the same seed. */
+void vector_fill_random(double *x, size_t n, size_t offset, uint64_t seed);
+
+/* Writes a byte count the way people read it ("512.0 MiB") into buf. */
+void format_bytes(double bytes, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,39 @@
+/* Lesson 00, hello from every OpenMP thread.
+ * You write: a parallel region in which every thread records its greeting
+ * (TODO 1), then the greetings printed in thread order (TODO 2).
+ * Given: the storage for the greetings. Run: make check L=00, or
+ *   OMP_NUM_THREADS=4 build/student/00-setup/hello_omp */
+#include <stdio.h>
+
+#include <omp.h>
+
+#include "not_done.h"
+
+enum { MAX_THREADS = 1024, GREETING_LEN = 64 };
+
+/* Thread t writes only greetings[t]: no two threads touch the same bytes. */
+static char greetings[MAX_THREADS][GREETING_LEN];
+
+int main(void)
+{
+    int threads = 0;
+
+    if (omp_get_max_threads() > MAX_THREADS) {
+        fprintf(stderr, "hello_omp: at most %d threads; set OMP_NUM_THREADS "
+                "lower\n", MAX_THREADS);
+        return 2;
+    }
+
+    /* TODO 1 start: open a parallel region. In it, every thread writes
+     * "hello from thread T of N" into greetings[T], where T is its own number
+     * and N the number of threads in the team; and one thread (only one)
+     * stores N in `threads`, which is shared. */
+    NOT_DONE();
+    /* TODO 1 end */
+
+    /* TODO 2 start: after the region, print greetings[0 .. threads-1], one
+     * per line. Why not print inside the region? Try it and compare. */
+    NOT_DONE();
+    /* TODO 2 end */
+    return 0;
+}

@@ -1,0 +1,13 @@
+# Lesson 01's build, read by the top Makefile.
+#   EDITED:    the files the student edits (solutions/ holds their answers)
+#   PROGRAMS:  what `make` builds; <program>_OBJS the objects of each
+#   TEST_OBJS: the lesson objects linked into the test suite
+#   MPI/OPENMP: sources that need mpicc / OpenMP flags
+LESSON := 01-serial-matvec
+$(LESSON)_TITLE     := 01 serial matvec
+$(LESSON)_EDITED    := matvec.c
+$(LESSON)_PROGRAMS  := matvec
+$(LESSON)_matvec_OBJS := main.o matvec.o
+$(LESSON)_TEST_OBJS := matvec.o
+$(LESSON)_MPI       :=
+$(LESSON)_OPENMP    :=

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# make demo: runs the reference solution of every lesson at its default
+# size and prints one table. Each program ends with a "summary:" line of
+# key=value pairs; this script collects them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=build/solution
+mpirun_cmd=${ZZ_MPIRUN:-mpirun}
+log=build/demo
+mkdir -p "$log"
+rows=()
+
+# run NAME WHAT COMMAND...: runs, keeps the output, adds a row to the table.
+run() {
+    local name=$1 what=$2
+    shift 2
+    echo "== $name: $what"
+    if "$@" > "$log/$name.out" 2>&1; then
+        cat "$log/$name.out"
+        local summary
+        summary=$(grep '^summary:' "$log/$name.out" | tail -n 1 | sed 's/^summary: //')
+        rows+=("$name|ok|${summary:-$(tail -n 1 "$log/$name.out")}")
+    else
+        cat "$log/$name.out"
+        rows+=("$name|FAILED|see $log/$name.out")
+    fi
+    echo
+}
+
+# shellcheck disable=SC2086  # ZZ_MPIRUN is a command line with settings
+run "00 hello_mpi" "one greeting per MPI rank, gathered on rank 0" \
+    $mpirun_cmd -np 2 $build/00-setup/hello_mpi
+run "00 hello_omp" "one greeting per OpenMP thread" \
+    env OMP_NUM_THREADS=2 $build/00-setup/hello_omp
+run "00 stream" "memory bandwidth of one core (STREAM triad)" \
+    $build/00-setup/stream
+# shellcheck disable=SC2086
+run "00 pingpong" "MPI latency and bandwidth between two ranks" \
+    $mpirun_cmd -np 2 $build/00-setup/pingpong
+run "01 matvec" "serial y = Ax, naive and fast, against STREAM" \
+    $build/01-serial-matvec/matvec
+
+echo "== summary"
+failed=0
+printf '%-14s %-7s %s\n' "lesson" "result" "figures"
+for row in "${rows[@]}"; do
+    IFS='|' read -r name result figures <<< "$row"
+    [ "$result" = ok ] || failed=1
+    printf '%-14s %-7s %s\n' "$name" "$result" "$figures"
+done
+if [ $failed -ne 0 ]; then
+    echo "demo: some programs failed; their output is in $log/" >&2
+    exit 1
+fi

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Installs what zero-to-zero needs: Open MPI, Check, pkg-config, OpenBLAS and
+# a C compiler with OpenMP; with --extras also gnuplot and pandoc (plots and
+# slides). Debian/Ubuntu (apt-get), Fedora (dnf), macOS (Homebrew).
+# Safe to run again: it installs only what is missing. CUDA is optional and
+# never installed here.
+#
+#   scripts/install-deps.sh            install what is missing
+#   scripts/install-deps.sh --check    only say what is missing (exit 1 if any)
+#   scripts/install-deps.sh --extras   also gnuplot and pandoc
+set -euo pipefail
+
+check_only=false
+extras=false
+for arg in "$@"; do
+    case "$arg" in
+        --check) check_only=true ;;
+        --extras) extras=true ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+# What is missing, by what the build uses: commands and pkg-config modules.
+missing=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have cc || have gcc || have clang || missing+=(compiler)
+have make || missing+=(make)
+have pkg-config || missing+=(pkg-config)
+have mpicc && have mpirun || missing+=(mpi)
+if have pkg-config; then
+    pkg-config --exists check || missing+=(check)
+    pkg-config --exists openblas || missing+=(openblas)
+else
+    missing+=(check openblas)
+fi
+if $extras; then
+    have pandoc || missing+=(pandoc)
+    have gnuplot || missing+=(gnuplot)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: everything is installed"
+    exit 0
+fi
+echo "install-deps: missing: ${missing[*]}"
+$check_only && exit 1
+
+# Package names per system, for what is missing.
+os=$(uname -s)
+if [ "$os" = Darwin ]; then
+    manager=brew
+elif have apt-get; then
+    manager=apt-get
+elif have dnf; then
+    manager=dnf
+else
+    echo "install-deps: no apt-get, dnf or brew here; install by hand: a C" \
+         "compiler, make, pkg-config, Open MPI, Check, OpenBLAS" >&2
+    exit 1
+fi
+packages=()
+for need in "${missing[@]}"; do
+    case "$manager:$need" in
+        apt-get:compiler) packages+=(gcc libc6-dev) ;;
+        apt-get:make) packages+=(make) ;;
+        apt-get:pkg-config) packages+=(pkg-config) ;;
+        apt-get:mpi) packages+=(openmpi-bin libopenmpi-dev) ;;
+        apt-get:check) packages+=(check libsubunit-dev) ;;
+        apt-get:openblas) packages+=(libopenblas-dev) ;;
+        apt-get:pandoc) packages+=(pandoc) ;;
+        apt-get:gnuplot) packages+=(gnuplot-nox) ;;
+        dnf:compiler) packages+=(gcc) ;;
+        dnf:make) packages+=(make) ;;
+        dnf:pkg-config) packages+=(pkgconf-pkg-config) ;;
+        dnf:mpi) packages+=(openmpi openmpi-devel) ;;
+        dnf:check) packages+=(check check-devel) ;;
+        dnf:openblas) packages+=(openblas-devel) ;;
+        dnf:pandoc) packages+=(pandoc) ;;
+        dnf:gnuplot) packages+=(gnuplot) ;;
+        brew:compiler) ;;  # Xcode's command line tools: xcode-select --install
+        brew:make) ;;
+        brew:pkg-config) packages+=(pkg-config) ;;
+        brew:mpi) packages+=(open-mpi libomp) ;;
+        brew:check) packages+=(check) ;;
+        brew:openblas) packages+=(openblas) ;;
+        brew:pandoc) packages+=(pandoc) ;;
+        brew:gnuplot) packages+=(gnuplot) ;;
+    esac
+done
+
+case "$manager" in
+    apt-get) command=(apt-get install -y --no-install-recommends "${packages[@]}") ;;
+    dnf) command=(dnf install -y "${packages[@]}") ;;
+    brew) command=(brew install "${packages[@]}") ;;
+esac
+
+run() {
+    echo "install-deps: $*"
+    "$@"
+}
+if [ "$manager" = brew ]; then
+    run "${command[@]}"
+elif [ "$(id -u)" -eq 0 ]; then
+    if [ "$manager" = apt-get ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        run apt-get update -qq
+    fi
+    run "${command[@]}"
+elif have sudo && sudo -n true 2>/dev/null; then
+    [ "$manager" = apt-get ] && run sudo apt-get update -qq
+    run sudo "${command[@]}"
+else
+    echo "install-deps: installing needs root. Run this, then try again:" >&2
+    if [ "$manager" = apt-get ]; then
+        echo "  sudo apt-get update && sudo ${command[*]}" >&2
+    else
+        echo "  sudo ${command[*]}" >&2
+    fi
+    exit 1
+fi
+
+if [ "$manager" = dnf ] && ! have mpicc; then
+    echo "install-deps: on Fedora, Open MPI is a module: run 'module load mpi/openmpi-x86_64' (or add /usr/lib64/openmpi/bin to PATH)" >&2
+fi
+echo "install-deps: done"

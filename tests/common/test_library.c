@@ -1,0 +1,401 @@
+/* Unit tests of the shared library (common/): each header's promises. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "cli.h"
+#include "compare.h"
+#include "matrix.h"
+#include "partition.h"
+#include "reference.h"
+#include "rng.h"
+#include "stream.h"
+#include "timer.h"
+
+/* ---- timer.h ---- */
+
+START_TEST(timer_is_monotonic)
+{
+    double previous = timer_now();
+    for (int k = 0; k < 100000; k++) {
+        double now = timer_now();
+        ck_assert_msg(now >= previous, "timer went back: %.9f after %.9f",
+                      now, previous);
+        previous = now;
+    }
+}
+END_TEST
+
+START_TEST(median_of_odd_and_even_counts)
+{
+    const double odd[] = { 5, 1, 9, 3, 7 };
+    const double even[] = { 4, 1, 3, 2 };
+    ck_assert(timings_median(odd, 5) == 5.0);
+    ck_assert(timings_median(even, 4) == 2.5);
+    ck_assert_msg(odd[0] == 5 && odd[1] == 1, "median reordered its input");
+}
+END_TEST
+
+/* ---- rng.h ---- */
+
+/* SplitMix64 from seed 1234567: the published reference outputs of the
+ * generator (the test values distributed with Vigna's splitmix64.c and
+ * Java's SplittableRandom agree). A platform that gives other numbers is
+ * not running SplitMix64. */
+START_TEST(rng_matches_splitmix64_reference)
+{
+    const uint64_t expected[] = { 6457827717110365317u, 3203168211198807973u,
+                                  9817491932198370423u, 4593380528125082431u,
+                                  16408922859458223821u };
+    rng_t rng = rng_seeded(1234567);
+    for (int k = 0; k < 5; k++) {
+        uint64_t got = rng_next_u64(&rng);
+        ck_assert_msg(got == expected[k], "output %d: expected %llu, got %llu",
+                      k, (unsigned long long)expected[k],
+                      (unsigned long long)got);
+    }
+}
+END_TEST
+
+START_TEST(rng_uniform_is_in_range_and_spread)
+{
+    rng_t rng = rng_seeded(42);
+    double sum = 0.0;
+    const int count = 100000;
+    for (int k = 0; k < count; k++) {
+        double u = rng_next_uniform(&rng);
+        ck_assert_msg(u >= 0.0 && u < 1.0, "uniform %.17g outside [0, 1)", u);
+        sum += u;
+    }
+    /* The mean of n uniforms has standard deviation 1/sqrt(12 n) = 0.0009;
+     * 0.005 is more than five of them. */
+    ck_assert_msg(fabs(sum / count - 0.5) < 0.005, "mean %.4f far from 0.5",
+                  sum / count);
+    ck_assert(rng_bits_to_uniform(UINT64_MAX) < 1.0);
+    ck_assert(rng_bits_to_uniform(0) == 0.0);
+}
+END_TEST
+
+START_TEST(generated_matrix_is_the_same_for_any_partition)
+{
+    enum { rows = 13, cols = 7 };
+    double whole[rows * cols], block[rows * cols];
+    matrix_fill_random(whole, rows, cols, 0, 0, 99);
+    /* Rows 5..12, columns 2..6, generated on their own. */
+    matrix_fill_random(block, 8, 5, 5, 2, 99);
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 5; c++)
+            ck_assert_msg(block[r * 5 + c] == whole[(5 + r) * cols + 2 + c],
+                          "entry (%d, %d) differs between the whole matrix "
+                          "and a block", 5 + r, 2 + c);
+    double x[10], tail[4];
+    vector_fill_random(x, 10, 0, 99);
+    vector_fill_random(tail, 4, 6, 99);
+    for (int k = 0; k < 4; k++)
+        ck_assert(tail[k] == x[6 + k]);
+    /* The vector is not the matrix's first column or row. */
+    ck_assert(x[0] != whole[0] && x[1] != whole[1] && x[1] != whole[cols]);
+    /* Another seed, another matrix. */
+    matrix_fill_random(block, 1, 1, 0, 0, 100);
+    ck_assert(block[0] != whole[0]);
+    for (int k = 0; k < rows * cols; k++)
+        ck_assert(whole[k] >= -1.0 && whole[k] < 1.0);
+}
+END_TEST
+
+/* ---- matrix.h ---- */
+
+START_TEST(matrix_bytes_detects_overflow)
+{
+    size_t bytes = 0;
+    ck_assert(matrix_bytes(1000, 1000, &bytes) && bytes == 8000000);
+    ck_assert(matrix_bytes(0, 5, &bytes) && bytes == 0);
+    ck_assert(!matrix_bytes(SIZE_MAX / 2, 3, &bytes));
+    ck_assert(!matrix_bytes((size_t)1 << 32, (size_t)1 << 32, &bytes));
+    ck_assert(!matrix_bytes(SIZE_MAX / 8 + 1, 1, &bytes));
+}
+END_TEST
+
+START_TEST(matrix_alloc_is_aligned_and_zeroed)
+{
+    double *A = matrix_alloc(7, 9, "A");
+    ck_assert_msg(((uintptr_t)A % 64) == 0, "not 64-byte aligned");
+    for (int k = 0; k < 63; k++)
+        ck_assert(A[k] == 0.0);
+    matrix_free(A);
+}
+END_TEST
+
+/* An impossible size is bad input: exit status 2, not a crash. */
+START_TEST(matrix_alloc_too_large_exits_2)
+{
+    freopen("/dev/null", "w", stderr); /* the expected error, not noise */
+    matrix_alloc(SIZE_MAX / 4, 4, "A");
+}
+END_TEST
+
+START_TEST(format_bytes_reads_well)
+{
+    char text[32];
+    format_bytes(512.0 * 1024 * 1024, text, sizeof text);
+    ck_assert_str_eq(text, "512.0 MiB");
+    format_bytes(100, text, sizeof text);
+    ck_assert_str_eq(text, "100 B");
+}
+END_TEST
+
+/* ---- compare.h ---- */
+
+START_TEST(compare_reports_first_mismatch)
+{
+    const double expected[] = { 1.0, 2.0, 3.0, 4.0 };
+    const double got[] = { 1.0, 2.5, 3.0, 5.0 };
+    const double bound[] = { 0.1, 0.1, 0.1, 0.1 };
+    comparison_t c = compare_within(expected, got, bound, 4);
+    ck_assert(!comparison_ok(&c));
+    ck_assert_uint_eq(c.wrong, 2);
+    ck_assert_uint_eq(c.first, 1);
+    ck_assert(c.expected == 2.0 && c.got == 2.5 && c.abs_error == 0.5);
+    ck_assert(c.rel_error == 0.25);
+    char text[256];
+    comparison_describe(&c, "y", text, sizeof text);
+    ck_assert_msg(strstr(text, "y[1]: expected 2, got 2.5") != NULL &&
+                  strstr(text, "2 of 4 elements wrong") != NULL, "%s", text);
+    c = compare_within(expected, expected, bound, 4);
+    ck_assert(comparison_ok(&c));
+}
+END_TEST
+
+START_TEST(compare_fails_on_nan)
+{
+    const double expected[] = { 1.0, 2.0 };
+    const double got[] = { 1.0, NAN };
+    const double bound[] = { INFINITY, INFINITY };
+    comparison_t c = compare_within(expected, got, bound, 2);
+    ck_assert(c.wrong == 1 && c.first == 1);
+    c = compare_relative(expected, got, 2, 1.0, 1.0);
+    ck_assert(c.wrong == 1);
+}
+END_TEST
+
+START_TEST(compare_bitwise_sees_one_ulp_and_signed_zero)
+{
+    const double expected[] = { 1.0, 0.0 };
+    double got[] = { nextafter(1.0, 2.0), -0.0 };
+    comparison_t c = compare_bitwise(expected, got, 2);
+    ck_assert_uint_eq(c.wrong, 2);
+    got[0] = 1.0;
+    got[1] = 0.0;
+    c = compare_bitwise(expected, got, 2);
+    ck_assert(comparison_ok(&c));
+}
+END_TEST
+
+/* ---- reference.h ---- */
+
+/* A sum that cancels: 1e16 + 1 - 1e16 is 1, and plain double addition
+ * loses the 1 entirely. Dot2 keeps it. */
+START_TEST(dot_reference_survives_cancellation)
+{
+    const double x[] = { 1e16, 1.0, -1e16 };
+    const double ones[] = { 1.0, 1.0, 1.0 };
+    double magnitude;
+    double plain = (x[0] + x[1]) + x[2];
+    ck_assert(plain != 1.0);
+    ck_assert(dot_reference(3, x, ones, &magnitude) == 1.0);
+    ck_assert(magnitude == 2e16 + 1.0);
+}
+END_TEST
+
+/* The bound holds for a plain loop on hard data (mixed magnitudes from
+ * 2^-30 to 2^30), and is not absurdly loose: the plain loop's actual error
+ * is a noticeable fraction of it somewhere. */
+START_TEST(matvec_bound_holds_and_is_tight_enough)
+{
+    enum { m = 64, n = 1000 };
+    static double A[m * n], x[n], y[m], expected[m], bound[m];
+    rng_t rng = rng_seeded(5);
+    for (int k = 0; k < m * n; k++)
+        A[k] = (2 * rng_next_uniform(&rng) - 1) *
+               ldexp(1.0, (int)(rng_next_u64(&rng) % 61) - 30);
+    for (int k = 0; k < n; k++)
+        x[k] = 2 * rng_next_uniform(&rng) - 1;
+    reference_matvec(m, n, A, x, expected, bound);
+    double worst = 0.0;
+    for (int i = 0; i < m; i++) {
+        double sum = 0.0;
+        for (int j = 0; j < n; j++)
+            sum += A[i * n + j] * x[j];
+        y[i] = sum;
+        ck_assert_msg(fabs(y[i] - expected[i]) <= bound[i], "row %d: error "
+                      "%.3g above bound %.3g", i, fabs(y[i] - expected[i]),
+                      bound[i]);
+        if (fabs(y[i] - expected[i]) / bound[i] > worst)
+            worst = fabs(y[i] - expected[i]) / bound[i];
+    }
+    ck_assert_msg(worst > 1e-6, "bound is loose beyond use: worst error is "
+                  "%.3g of it", worst);
+}
+END_TEST
+
+/* ---- partition.h ---- */
+
+START_TEST(block_partition_is_balanced_and_covers)
+{
+    for (size_t total = 0; total <= 40; total++) {
+        for (size_t parts = 1; parts <= 9; parts++) {
+            size_t next = 0;
+            for (size_t index = 0; index < parts; index++) {
+                size_t begin, end;
+                block_range(total, parts, index, &begin, &end);
+                ck_assert_msg(begin == next, "total %zu parts %zu: part %zu "
+                              "starts at %zu, not %zu", total, parts, index,
+                              begin, next);
+                size_t size = end - begin;
+                size_t expected = total / parts +
+                                  (index < total % parts ? 1 : 0);
+                ck_assert_uint_eq(size, expected);
+                ck_assert_uint_eq(block_size(total, parts, index), size);
+                for (size_t item = begin; item < end; item++)
+                    ck_assert_uint_eq(block_owner(total, parts, item), index);
+                next = end;
+            }
+            ck_assert_uint_eq(next, total);
+        }
+    }
+}
+END_TEST
+
+/* ---- cli.h ---- */
+
+static int parse(size_t *m, double *rate, bool *verbose, char *error,
+                 int argc, char **argv)
+{
+    const cli_option options[] = {
+        { "m", CLI_SIZE, m, "rows", 1, 1000 },
+        { "rate", CLI_DOUBLE, rate, "rate", 0, 1 },
+        { "verbose", CLI_FLAG, verbose, "say more", 0, 0 },
+    };
+    const cli_spec spec = { "prog", "a test", options, 3 };
+    return cli_parse(&spec, argc, argv, error, 256);
+}
+
+START_TEST(cli_accepts_good_flags)
+{
+    size_t m = 7;
+    double rate = 0.5;
+    bool verbose = false;
+    char error[256];
+    char *argv[] = { "prog", "--m", "12", "--rate=0.25", "--verbose", NULL };
+    ck_assert_int_eq(parse(&m, &rate, &verbose, error, 5, argv), CLI_OK);
+    ck_assert(m == 12 && rate == 0.25 && verbose);
+    char *defaults[] = { "prog", NULL };
+    m = 7;
+    ck_assert_int_eq(parse(&m, &rate, &verbose, error, 1, defaults), CLI_OK);
+    ck_assert(m == 7);
+    char *help[] = { "prog", "--help", NULL };
+    ck_assert_int_eq(parse(&m, &rate, &verbose, error, 2, help), CLI_HELP);
+}
+END_TEST
+
+START_TEST(cli_rejects_bad_input)
+{
+    static const struct {
+        const char *flag, *value, *says;
+    } cases[] = {
+        { "--m", "abc", "needs a whole number, got 'abc'" },
+        { "--m", "-5", "needs a whole number, got '-5'" },
+        { "--m", "0", "must be from 1 to 1000, got '0'" },
+        { "--m", "1001", "must be from 1 to 1000" },
+        { "--m", "99999999999999999999999", "needs a whole number" },
+        { "--m", "12x", "needs a whole number" },
+        { "--m", " 12", "needs a whole number" },
+        { "--m", "", "needs a whole number" },
+        { "--rate", "2", "must be from 0 to 1" },
+        { "--rate", "nan", "needs a number" },
+        { "--rate", "1e999", "needs a number" },
+        { "--bogus", "1", "unknown flag '--bogus'" },
+        { "stray", "1", "unexpected argument 'stray'" },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t m = 7;
+        double rate = 0.5;
+        bool verbose = false;
+        char error[256] = "";
+        char *argv[] = { "prog", (char *)cases[k].flag, (char *)cases[k].value,
+                         NULL };
+        int result = parse(&m, &rate, &verbose, error, 3, argv);
+        ck_assert_msg(result == CLI_ERROR, "%s %s accepted", cases[k].flag,
+                      cases[k].value);
+        ck_assert_msg(strstr(error, cases[k].says) != NULL,
+                      "%s '%s': message '%s' lacks '%s'", cases[k].flag,
+                      cases[k].value, error, cases[k].says);
+    }
+    size_t m = 7;
+    double rate = 0.5;
+    bool verbose = false;
+    char error[256];
+    char *missing[] = { "prog", "--m", NULL };
+    ck_assert_int_eq(parse(&m, &rate, &verbose, error, 2, missing), CLI_ERROR);
+    ck_assert(strstr(error, "--m needs a value") != NULL);
+    char *flag_value[] = { "prog", "--verbose=1", NULL };
+    ck_assert_int_eq(parse(&m, &rate, &verbose, error, 2, flag_value),
+                     CLI_ERROR);
+}
+END_TEST
+
+/* ---- stream.h ---- */
+
+START_TEST(triad_computes_and_measures)
+{
+    triad_arrays arrays = triad_alloc(1000);
+    double seconds = triad_once(&arrays);
+    ck_assert(seconds >= 0.0);
+    for (size_t i = 0; i < arrays.n; i++)
+        ck_assert(arrays.a[i] == 1.0 + 3.0 * 2.0);
+    ck_assert(triad_bytes(1000) == 24000.0);
+    triad_free(&arrays);
+    ck_assert(stream_triad_gbs(1 << 16, 3) > 0.0);
+}
+END_TEST
+
+Suite *lesson_suite(void)
+{
+    Suite *suite = suite_create("common");
+    harness_add(suite, "timer: monotonic", timer_is_monotonic, 0, 10);
+    harness_add(suite, "timer: median", median_of_odd_and_even_counts, 0, 10);
+    harness_add(suite, "rng: SplitMix64 reference values",
+                rng_matches_splitmix64_reference, 0, 10);
+    harness_add(suite, "rng: uniform range and mean",
+                rng_uniform_is_in_range_and_spread, 0, 10);
+    harness_add(suite, "rng: same matrix for any partition",
+                generated_matrix_is_the_same_for_any_partition, 0, 10);
+    harness_add(suite, "matrix: byte counts overflow-checked",
+                matrix_bytes_detects_overflow, 0, 10);
+    harness_add(suite, "matrix: aligned and zeroed",
+                matrix_alloc_is_aligned_and_zeroed, 0, 10);
+    TCase *too_large = tcase_create("matrix: impossible size exits 2");
+    tcase_add_exit_test(too_large, matrix_alloc_too_large_exits_2, 2);
+    suite_add_tcase(suite, too_large);
+    harness_add(suite, "matrix: byte counts for people", format_bytes_reads_well,
+                0, 10);
+    harness_add(suite, "compare: first mismatch", compare_reports_first_mismatch,
+                0, 10);
+    harness_add(suite, "compare: NaN never passes", compare_fails_on_nan, 0, 10);
+    harness_add(suite, "compare: bitwise",
+                compare_bitwise_sees_one_ulp_and_signed_zero, 0, 10);
+    harness_add(suite, "reference: Dot2 survives cancellation",
+                dot_reference_survives_cancellation, 0, 10);
+    harness_add(suite, "reference: matvec bound holds, not loose",
+                matvec_bound_holds_and_is_tight_enough, 0, 10);
+    harness_add(suite, "partition: balanced, covering, owners",
+                block_partition_is_balanced_and_covers, 0, 10);
+    harness_add(suite, "cli: good flags", cli_accepts_good_flags, 0, 10);
+    harness_add(suite, "cli: bad input rejected with a reason",
+                cli_rejects_bad_input, 0, 10);
+    harness_add(suite, "stream: triad", triad_computes_and_measures, 0, 10);
+    return suite;
+}

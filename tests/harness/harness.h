@@ -1,0 +1,79 @@
+/* What every lesson's Check suite uses: registering tests, running the
+ * lesson's programs as children with a time limit, and failing with a message
+ * that teaches.
+ *
+ * A lesson's test file defines `Suite *lesson_suite(void)`; runner.c holds
+ * main(). The same test file is linked once with the student's files and once
+ * with the solution's, so it never knows which one it is testing. */
+#ifndef ZZ_HARNESS_H
+#define ZZ_HARNESS_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "compare.h"
+
+/* Defined by each lesson's test file. */
+Suite *lesson_suite(void);
+
+/* Adds one test, shown to the student as `name` (one Check test case per
+ * test, so that every result carries its own name). `index` is passed to the
+ * test as _i, so one function can serve a table of cases. */
+void harness_add(Suite *suite, const char *name, const TTest *test, int index,
+                 double timeout_s);
+
+/* Fails the test unless `c` found every element right. The message names the
+ * element, expected and got, the errors, and ends with `hint`, which should
+ * name the lesson's TODO. */
+#define EXPECT_COMPARISON(c, vector_name, hint)                               \
+    do {                                                                      \
+        const comparison_t *expect_c_ = (c);                                  \
+        if (!comparison_ok(expect_c_)) {                                      \
+            char expect_text_[512];                                           \
+            comparison_describe(expect_c_, vector_name, expect_text_,         \
+                                sizeof expect_text_);                         \
+            ck_abort_msg("%s. Hint: %s", expect_text_, hint);                 \
+        }                                                                     \
+    } while (0)
+
+/* ---- Running programs ---------------------------------------------------- */
+
+typedef struct {
+    bool started;      /* false when the program could not be run at all */
+    bool timed_out;    /* killed at the time limit */
+    int exit_status;   /* when it exited by itself */
+    int signal;        /* when a signal ended it, else 0 */
+    double seconds;
+    char *out;         /* everything it wrote, NUL-terminated */
+    char *err;
+} run_result;
+
+/* Runs argv (argv[0] searched in PATH) in its own process group with `env`
+ * (NAME=VALUE strings, NULL-terminated, may be NULL) added to the
+ * environment. After timeout_s the whole group is killed, so no child or
+ * grandchild outlives the test. */
+run_result harness_run(char *const argv[], char *const env[],
+                       double timeout_s);
+void run_result_free(run_result *result);
+
+/* Path of a program of this build, e.g. harness_program("00-setup",
+ * "hello_mpi"); the build folder comes from ZZ_BUILD_DIR. Static storage:
+ * valid until the next call. */
+const char *harness_program(const char *lesson, const char *program);
+
+/* Runs a build's MPI program on `ranks` ranks through the launcher in
+ * ZZ_MPIRUN (set by the Makefile from its MPIRUN variable), with mpirun's own
+ * time limit a little below the harness's, so that mpirun cleans up its ranks
+ * itself. `args` is NULL-terminated, may be NULL. */
+run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
+                           char *const args[], char *const env[],
+                           double timeout_s);
+
+/* Fails the test, with a message for a student, unless the program ran and
+ * exited with status 0. `what` says what was run ("hello_mpi on 3 ranks").
+ * A program that stopped at NOT_DONE() fails as "not started" with the
+ * file:line it printed. */
+void harness_expect_success(const run_result *result, const char *what);
+
+#endif
