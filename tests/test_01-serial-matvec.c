@@ -77,7 +77,9 @@ static void check_kernel(kernel_fn *kernel, int index, const char *hint)
         char text[512];
         comparison_describe(&c, "y", text, sizeof text);
         ck_abort_msg("A is %zu x %zu (%s): %s. Hint: %s", s->m, s->n, s->why,
-                     text, hint);
+                     text, isnan(c.got) ? "y[i] is NaN: it was never written "
+                     "(the test fills y with NaN first), or the sum read "
+                     "outside A or x" : hint);
     }
     c = compare_bitwise(A_copy, A, s->m * s->n);
     ck_assert_msg(comparison_ok(&c), "the kernel changed A[%zu]: it must "
