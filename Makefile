@@ -50,7 +50,9 @@ HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
 # solution (edited files from solutions/, the rest from lessons/), sanitize
 # (the solution under AddressSanitizer and UndefinedBehaviorSanitizer).
 VARIANTS := student solution sanitize
-student_FLAGS  := $(OPT_FLAGS) -Wno-unused-parameter
+# A skeleton is unfinished on purpose: its parameters and variables wait for
+# the student's code, so "unused" is not a warning there.
+student_FLAGS  := $(OPT_FLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unused-function
 solution_FLAGS := $(OPT_FLAGS)
 sanitize_FLAGS := $(SANITIZE_FLAGS)
 

@@ -168,7 +168,8 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     enum { max_env = 32 };
     char *mpi_env[max_env];
     size_t env_count = 0;
-    mpi_env[env_count++] = "ASAN_OPTIONS=detect_leaks=0";
+    mpi_env[env_count++] = "ASAN_OPTIONS=detect_leaks=0:"
+                           "allocator_may_return_null=1";
     for (size_t k = 0; env != NULL && env[k] != NULL && env_count < max_env - 1;
          k++)
         mpi_env[env_count++] = env[k];

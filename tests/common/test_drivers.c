@@ -1,0 +1,169 @@
+/* The given programs refuse bad input the same way: one line saying what is
+ * wrong, a usage line, exit status 2, no crash; under MPI every rank exits
+ * and the message appears once. */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+typedef struct {
+    const char *lesson, *program;
+    const char *args[4];
+    const char *says;   /* what the error line must contain */
+} bad_input;
+
+static const bad_input cases[] = {
+    { "01-serial-matvec", "matvec", { "--m", "abc" }, "--m needs a whole number, got 'abc'" },
+    { "01-serial-matvec", "matvec", { "--m", "-5" }, "--m needs a whole number, got '-5'" },
+    { "01-serial-matvec", "matvec", { "--n", "0" }, "--n must be from 1 to" },
+    { "01-serial-matvec", "matvec", { "--m", "99999999999999999999999" }, "--m needs a whole number" },
+    { "01-serial-matvec", "matvec", { "--m", "1073741824", "--n", "1073741824" }, "cannot allocate 8.0 EiB for A" },
+    { "01-serial-matvec", "matvec", { "--m", "1000000", "--n", "1000000" }, "cannot allocate 7.3 TiB for A" },
+    { "01-serial-matvec", "matvec", { "--reps", "1.5" }, "--reps needs a whole number" },
+    { "01-serial-matvec", "matvec", { "--seed" }, "--seed needs a value" },
+    { "01-serial-matvec", "matvec", { "--size", "10" }, "unknown flag '--size'" },
+    { "01-serial-matvec", "matvec", { "4096" }, "unexpected argument '4096'" },
+    { "00-setup", "stream", { "--n", "0" }, "--n must be from 1 to" },
+    { "00-setup", "stream", { "--reps", "65" }, "--reps must be from 1 to 64" },
+    { "00-setup", "stream", { "--fast" }, "unknown flag '--fast'" },
+};
+enum { case_count = sizeof cases / sizeof cases[0] };
+
+static void describe(char *buf, size_t len, const bad_input *c)
+{
+    int used = snprintf(buf, len, "%s", c->program);
+    for (int k = 0; k < 4 && c->args[k] != NULL; k++)
+        used += snprintf(buf + used, len - (size_t)used, " %s", c->args[k]);
+}
+
+/* Error output must be exactly: "PROGRAM: ..." then "usage: ..."; or, for
+ * sizes that cannot be allocated, the one "error: ..." line. */
+static void expect_one_error(const run_result *r, const char *what,
+                             const char *program, const char *says)
+{
+    ck_assert_msg(!r->timed_out && r->signal == 0, "%s: crashed or hung", what);
+    ck_assert_msg(r->exit_status == 2, "%s: exit status %d, expected 2; "
+                  "stderr: %s", what, r->exit_status, r->err);
+    ck_assert_msg(strstr(r->err, says) != NULL, "%s: error output lacks "
+                  "\"%s\": %s", what, says, r->err);
+    /* Under AddressSanitizer a refused allocation adds a warning line of
+     * its own ("==PID==WARNING: ..."); that line is the sanitizer's. */
+    const char *err = r->err;
+    while (strncmp(err, "==", 2) == 0 && strchr(err, '\n') != NULL)
+        err = strchr(err, '\n') + 1;
+    const char *second = strchr(err, '\n');
+    ck_assert_msg(second != NULL, "%s: error does not end its line", what);
+    if (strncmp(err, "error: ", 7) == 0) {
+        ck_assert_msg(second[1] == '\0', "%s: more than one line: %s", what,
+                      r->err);
+        return;
+    }
+    ck_assert_msg(strncmp(err, program, strlen(program)) == 0,
+                  "%s: the error should start with the program's name: %s",
+                  what, r->err);
+    ck_assert_msg(strncmp(second + 1, "usage: ", 7) == 0, "%s: no usage line "
+                  "after the error: %s", what, r->err);
+    ck_assert_msg(strchr(second + 1, '\n')[1] == '\0', "%s: more than two "
+                  "lines: %s", what, r->err);
+}
+
+START_TEST(driver_rejects_bad_input)
+{
+    const bad_input *c = &cases[_i];
+    char what[256];
+    char *argv[8] = { (char *)harness_program(c->lesson, c->program) };
+    for (int k = 0; k < 4 && c->args[k] != NULL; k++)
+        argv[k + 1] = (char *)c->args[k];
+    describe(what, sizeof what, c);
+    run_result r = harness_run(argv, NULL, 20);
+    expect_one_error(&r, what, c->program, c->says);
+    run_result_free(&r);
+}
+END_TEST
+
+START_TEST(driver_help_exits_0)
+{
+    char *argv[] = { (char *)harness_program("01-serial-matvec", "matvec"),
+                     "--help", NULL };
+    run_result r = harness_run(argv, NULL, 20);
+    ck_assert_int_eq(r.exit_status, 0);
+    ck_assert_msg(strstr(r.out, "usage: matvec [--m N] [--n N] [--seed N] "
+                         "[--reps N]") != NULL, "help: %s", r.out);
+    run_result_free(&r);
+}
+END_TEST
+
+/* Under MPI: every rank sees the same bad flag, all exit 2, rank 0 alone
+ * says so, and nothing hangs. */
+static int occurrences(const char *text, const char *part)
+{
+    int count = 0;
+    for (const char *at = strstr(text, part); at; at = strstr(at + 1, part))
+        count++;
+    return count;
+}
+
+/* mpirun adds its own report of the exit status after the program's lines,
+ * so here the test counts the program's lines instead of all lines. */
+START_TEST(pingpong_bad_flag_ends_every_rank)
+{
+    char *args[] = { "--reps", "zero", NULL };
+    run_result r = harness_run_mpi("00-setup", "pingpong", 2, args, NULL, 30);
+    ck_assert_msg(!r.timed_out && r.signal == 0, "pingpong hung or crashed");
+    ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
+                  r.exit_status, r.err);
+    ck_assert_msg(occurrences(r.err, "pingpong: --reps needs a whole number, "
+                              "got 'zero'\nusage: pingpong") == 1,
+                  "the error and usage should appear once, from rank 0: %s",
+                  r.err);
+    run_result_free(&r);
+}
+END_TEST
+
+START_TEST(pingpong_wrong_rank_count_ends_every_rank)
+{
+    run_result r = harness_run_mpi("00-setup", "pingpong", 3, NULL, NULL, 30);
+    ck_assert_msg(!r.timed_out, "pingpong on 3 ranks hung");
+    ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
+                  r.exit_status, r.err);
+    ck_assert_msg(strstr(r.err, "needs exactly 2 ranks, got 3") != NULL,
+                  "%s", r.err);
+    run_result_free(&r);
+}
+END_TEST
+
+START_TEST(pingpong_measures)
+{
+    char *args[] = { "--max-bytes", "65536", "--reps", "10", NULL };
+    run_result r = harness_run_mpi("00-setup", "pingpong", 2, args, NULL, 30);
+    harness_expect_success(&r, "pingpong");
+    double latency = 0, bandwidth = 0;
+    const char *summary = strstr(r.out, "summary: ");
+    ck_assert_msg(summary != NULL && sscanf(summary, "summary: latency_us=%lf "
+                  "bandwidth_gbs=%lf", &latency, &bandwidth) == 2,
+                  "no summary line: %s", r.out);
+    ck_assert_msg(latency > 0 && bandwidth > 0, "latency %g us, bandwidth %g "
+                  "GB/s", latency, bandwidth);
+    run_result_free(&r);
+}
+END_TEST
+
+Suite *lesson_suite(void)
+{
+    static char names[case_count][128];
+    Suite *suite = suite_create("drivers");
+    for (int k = 0; k < case_count; k++) {
+        char what[96];
+        describe(what, sizeof what, &cases[k]);
+        snprintf(names[k], sizeof names[k], "bad input: %s", what);
+        harness_add(suite, names[k], driver_rejects_bad_input, k, 20);
+    }
+    harness_add(suite, "help: matvec --help", driver_help_exits_0, 0, 20);
+    harness_add(suite, "mpi bad input: pingpong --reps zero on 2 ranks",
+                pingpong_bad_flag_ends_every_rank, 0, 40);
+    harness_add(suite, "mpi bad input: pingpong on 3 ranks",
+                pingpong_wrong_rank_count_ends_every_rank, 0, 40);
+    harness_add(suite, "pingpong measures latency and bandwidth",
+                pingpong_measures, 0, 40);
+    return suite;
+}
