@@ -130,7 +130,7 @@ BENCHES := build/bench/bench_01
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
 	@echo
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 24
+	@grep -hE '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@echo
 	@echo "Lessons: $(LESSONS)"
 	@echo "Variables: CC MPICC NVCC CFLAGS OPT_FLAGS OPENMP_FLAGS MPIRUN BLAS_PC WERROR=1"
