@@ -159,7 +159,8 @@ test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, san
 	@tests/run-all.sh $(LESSONS)
 
 check: ## run one lesson's tests on your files: make check L=01
-	@test -n "$(LESSON_DIR)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
+	@test -n "$(L)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
+	@test -n "$(LESSON_DIR)" || { echo "make check: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@$(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR)
 	@ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student
 
