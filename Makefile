@@ -125,7 +125,7 @@ BENCHES := build/bench/bench_01
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready all build-student build-solution build-sanitize demo test test-run check run bench slides clean
+.PHONY: help deps deps-ready all build-student build-solution build-sanitize demo test test-run check bench slides clean
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"

@@ -1,7 +1,7 @@
 /* Dense matrices and vectors of doubles. */
-#define _POSIX_C_SOURCE 200809L
 #include "matrix.h"
 
+#include "memory_ledger.h"
 #include "rng.h"
 
 #include <stdio.h>
@@ -23,10 +23,12 @@ bool matrix_bytes(size_t rows, size_t cols, size_t *bytes)
     return true;
 }
 
-double *matrix_alloc(size_t rows, size_t cols, const char *what)
+/* Allocates, records in the memory ledger under `category`, and writes
+ * every byte once. */
+static double *alloc_doubles(size_t rows, size_t cols, const char *what,
+                             memory_category category)
 {
     size_t bytes;
-    void *data = NULL;
     char human[32];
 
     if (!matrix_bytes(rows, cols, &bytes)) {
@@ -34,9 +36,8 @@ double *matrix_alloc(size_t rows, size_t cols, const char *what)
                 "address\n", what, rows, cols);
         exit(MATRIX_EXIT_TOO_LARGE);
     }
-    /* posix_memalign(0 bytes) may return NULL legitimately; one element
-     * keeps "NULL means failure" true. */
-    if (posix_memalign(&data, 64, bytes > 0 ? bytes : sizeof(double)) != 0) {
+    double *data = ledger_alloc(category, bytes);
+    if (data == NULL) {
         format_bytes((double)bytes, human, sizeof human);
         fprintf(stderr, "error: cannot allocate %s for %s (%zu x %zu "
                 "doubles): not enough memory\n", human, what, rows, cols);
@@ -46,14 +47,19 @@ double *matrix_alloc(size_t rows, size_t cols, const char *what)
     return data;
 }
 
+double *matrix_alloc(size_t rows, size_t cols, const char *what)
+{
+    return alloc_doubles(rows, cols, what, MEMORY_MATRIX);
+}
+
 double *vector_alloc(size_t n, const char *what)
 {
-    return matrix_alloc(n, 1, what);
+    return alloc_doubles(n, 1, what, MEMORY_VECTOR);
 }
 
 void matrix_free(double *data)
 {
-    free(data);
+    ledger_free(data);
 }
 
 void matrix_fill_random(double *block, size_t rows, size_t cols,

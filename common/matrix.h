@@ -20,12 +20,13 @@ bool matrix_bytes(size_t rows, size_t cols, size_t *bytes);
 
 /* rows * cols doubles, 64-byte aligned (a cache line, and wide enough for
  * any vector unit), every byte written once so that no page fault lands
- * inside a timed region later. `what` names the buffer in the error: on
+ * inside a timed region later, and recorded in the memory ledger as
+ * "matrix" (memory_ledger.h). `what` names the buffer in the error: on
  * overflow or allocation failure this prints one line and exits with
  * MATRIX_EXIT_TOO_LARGE. Free with matrix_free. */
 double *matrix_alloc(size_t rows, size_t cols, const char *what);
 
-/* The same for a vector of n doubles. */
+/* The same for a vector of n doubles, recorded as "vector". */
 double *vector_alloc(size_t n, const char *what);
 
 void matrix_free(double *data);

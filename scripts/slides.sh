@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make slides: renders slides/*.md into self-contained HTML slide decks in
-# build/slides/, one per lesson, with pandoc.
+# build/slides/, one per lesson, with pandoc. dzslides keeps its style and
+# script inside the page, so the decks open offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v pandoc >/dev/null 2>&1; then
@@ -18,6 +19,6 @@ else
 fi
 for deck in slides/*.md; do
     out=build/slides/$(basename "${deck%.md}").html
-    pandoc -t slidy "${embed[@]}" "$deck" -o "$out"
+    pandoc -t dzslides "${embed[@]}" "$deck" -o "$out"
     echo "  $out"
 done

@@ -4,7 +4,8 @@
  * compiler can use vector instructions (TODO 3), and the rows and columns
  * left over (TODO 4).
  * Given: the driver (main.c) that generates A and x, checks and times you.
- * Run `make check L=01` to test, `make run L=01` to time. */
+ * Run `make check L=01` to test; `make all`, then
+ *   build/student/01-serial-matvec/matvec to time. */
 #include "matvec.h"
 
 #include "not_done.h"
