@@ -41,9 +41,12 @@ export ZZ_MPIRUN_TIMEOUT_FLAG := $(MPIRUN_TIMEOUT_FLAG)
 LESSONS := $(sort $(notdir $(patsubst %/lesson.mk,%,$(wildcard lessons/*/lesson.mk))))
 include $(foreach lesson,$(LESSONS),lessons/$(lesson)/lesson.mk)
 
-# The shared library; not_done.o and the MPI checks are linked explicitly
-# (tests replace not_done.o with the harness's version).
-COMMON_SOURCES := $(filter-out common/not_done.c common/check_mpi.c common/check_cuda.c,$(wildcard common/*.c))
+# The shared library; not_done.o and the MPI parts are linked explicitly
+# (tests replace not_done.o with the harness's version; the communication
+# ledger must be linked as an object for its MPI_* definitions to win).
+COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c
+COMMON_MPI_OBJS = $(patsubst common/%.c,build/$(1)/common/%.o,$(COMMON_MPI_SOURCES))
+COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c,$(wildcard common/*.c))
 HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
 
 # Variants: student (lessons/ alone: the skeletons, or the student's work),
@@ -68,10 +71,10 @@ build/$(1)/common/%.o: common/%.c
 	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -MMD -MP -c $$< -o $$@
 build/$(1)/tests/%.o: tests/%.c
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
+	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
 build/$(1)/common/libcommon.a: $$(patsubst common/%.c,build/$(1)/common/%.o,$$(COMMON_SOURCES))
 	$$(AR) rcs $$@ $$^
-build/$(1)/common/check_mpi.o: COMPILER = $$(MPICC)
+build/$(1)/common/check_mpi.o build/$(1)/common/comm_ledger.o: COMPILER = $$(MPICC)
 endef
 
 # Lesson sources: a solution build looks in solutions/ first.
@@ -83,7 +86,7 @@ endef
 
 # $(1): variant, $(2): lesson, $(3): program
 define program_rules
-build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(1)/common/libcommon.a build/$(1)/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),build/$(1)/common/check_mpi.o)
+build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(1)/common/libcommon.a build/$(1)/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS))
 	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o,$$^) build/$(1)/common/libcommon.a -lm -o $$@
 endef
 
@@ -107,6 +110,15 @@ $(eval $(call lesson_source_rules,sanitize,solutions))
 $(eval $(call lesson_source_rules,sanitize,lessons))
 $(foreach variant,$(VARIANTS),$(foreach lesson,$(LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
 
+# The communication ledger's test program (an MPI program the tests launch).
+define probe_rules
+build/$(1)/tests/common/ledger_probe: build/$(1)/tests/common/ledger_probe.o $(COMMON_MPI_OBJS) build/$(1)/common/libcommon.a
+	$$(MPICC) $$(CFLAGS) $$($(1)_FLAGS) $$(LDFLAGS) $$^ -o $$@
+build/$(1)/tests/common/ledger_probe.o: COMPILER = $$(MPICC)
+PROGRAMS_$(1) += build/$(1)/tests/common/ledger_probe
+endef
+$(foreach variant,solution sanitize,$(eval $(call probe_rules,$(variant))))
+
 # The shared library's own unit tests.
 COMMON_TESTS := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
 define common_test_rules
@@ -115,6 +127,7 @@ build/$(1)/tests/common/$(2): build/$(1)/tests/common/$(2).o $(addprefix build/$
 TESTS_$(1) += build/$(1)/tests/common/$(2)
 endef
 $(foreach variant,solution sanitize,$(foreach test,$(COMMON_TESTS),$(eval $(call common_test_rules,$(variant),$(test)))))
+
 
 # Benchmarks: the solutions against OpenBLAS and STREAM.
 build/bench/bench_01: bench/bench_01.c build/solution/01-serial-matvec/matvec.o build/solution/common/libcommon.a

@@ -8,6 +8,8 @@
 #include "harness.h"
 #include "cli.h"
 #include "compare.h"
+#include "kernels.h"
+#include "memory_ledger.h"
 #include "matrix.h"
 #include "partition.h"
 #include "reference.h"
@@ -362,6 +364,71 @@ START_TEST(triad_computes_and_measures)
 }
 END_TEST
 
+
+/* ---- memory_ledger.h ---- */
+
+START_TEST(memory_ledger_tracks_current_and_peak)
+{
+    size_t matrix0 = memory_ledger_current(MEMORY_MATRIX);
+    double *A = matrix_alloc(10, 10, "A");
+    double *B = matrix_alloc(5, 10, "B");
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_MATRIX), matrix0 + 1200);
+    ck_assert_uint_ge(memory_ledger_peak(MEMORY_MATRIX), matrix0 + 1200);
+    matrix_free(A);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_MATRIX), matrix0 + 400);
+    ck_assert_uint_ge(memory_ledger_peak(MEMORY_MATRIX), matrix0 + 1200);
+    double *x = vector_alloc(3, "x");
+    ck_assert_uint_ge(memory_ledger_current(MEMORY_VECTOR), 24);
+    void *state = ledger_alloc(MEMORY_OPTIMIZER, 100);
+    ck_assert(state != NULL && ((uintptr_t)state % 64) == 0);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_OPTIMIZER), 100);
+    ledger_free(state);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_OPTIMIZER), 0);
+    ck_assert_uint_eq(memory_ledger_peak(MEMORY_OPTIMIZER), 100);
+    ck_assert_str_eq(memory_category_name(MEMORY_OPTIMIZER), "optimizer");
+    matrix_free(B);
+    matrix_free(x);
+}
+END_TEST
+
+/* ---- kernels.h ---- */
+
+/* Any split of the rows gives the same bits as one call over all of them:
+ * what lessons 02 and 03 rely on to demand bitwise-equal results. */
+START_TEST(matvec_rows_is_split_invariant_and_right)
+{
+    enum { m = 23, n = 37 };
+    double A[m * n], x[n], whole[m], pieces[m], expected[m], bound[m];
+    matrix_fill_random(A, m, n, 0, 0, 3);
+    vector_fill_random(x, n, 0, 3);
+    matvec_rows(m, n, A, n, x, whole);
+    reference_matvec(m, n, A, x, expected, bound);
+    comparison_t c = compare_within(expected, whole, bound, m);
+    EXPECT_COMPARISON(&c, "y", "matvec_rows against the reference");
+    for (size_t first = 0; first <= m; first++) {
+        for (size_t second = first; second <= m; second++) {
+            matvec_rows(first, n, A, n, x, pieces);
+            matvec_rows(second - first, n, &A[first * n], n, x,
+                        &pieces[first]);
+            matvec_rows(m - second, n, &A[second * n], n, x, &pieces[second]);
+            c = compare_bitwise(whole, pieces, m);
+            ck_assert_msg(comparison_ok(&c), "split at %zu and %zu: y[%zu] "
+                          "differs", first, second, c.first);
+        }
+    }
+    /* A leading dimension larger than n: the first 5 columns, checked
+     * against the reference on a packed copy, within its error bound. */
+    double left[m], packed[m * 5];
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < 5; j++)
+            packed[i * 5 + j] = A[i * n + j];
+    matvec_rows(m, 5, A, n, x, left);
+    reference_matvec(m, 5, packed, x, expected, bound);
+    c = compare_within(expected, left, bound, m);
+    EXPECT_COMPARISON(&c, "y", "matvec_rows with lda > n");
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     Suite *suite = suite_create("common");
@@ -397,5 +464,9 @@ Suite *lesson_suite(void)
     harness_add(suite, "cli: bad input rejected with a reason",
                 cli_rejects_bad_input, 0, 10);
     harness_add(suite, "stream: triad", triad_computes_and_measures, 0, 10);
+    harness_add(suite, "memory ledger: current and peak by category",
+                memory_ledger_tracks_current_and_peak, 0, 10);
+    harness_add(suite, "kernels: any split of rows gives the same bits",
+                matvec_rows_is_split_invariant_and_right, 0, 10);
     return suite;
 }

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -113,7 +114,8 @@ void run_result_free(run_result *result)
 {
     free(result->out);
     free(result->err);
-    result->out = result->err = NULL;
+    free(result->where);
+    result->out = result->err = result->where = NULL;
 }
 
 const char *harness_program(const char *lesson, const char *program)
@@ -126,11 +128,120 @@ const char *harness_program(const char *lesson, const char *program)
     return path;
 }
 
+/* Reads a steps file (two NUL-padded lines: step, MPI call); see
+ * common/steps.h. */
+static void read_steps(const char *path, char *step, char *call, size_t len)
+{
+    enum { FIELD = 96 };
+    char page[2 * FIELD] = { 0 };
+    FILE *file = fopen(path, "r");
+    step[0] = call[0] = '\0';
+    if (file == NULL)
+        return;
+    size_t got = fread(page, 1, sizeof page, file);
+    fclose(file);
+    (void)got;
+    snprintf(step, len, "%.*s", (int)strcspn(page, "\n"), page);
+    snprintf(call, len, "%.*s", (int)strcspn(page + FIELD, "\n"),
+             page + FIELD);
+}
+
+/* "rank 0: TODO 4: assemble y, inside MPI_Allgatherv; rank 1: ..." */
+static char *describe_steps(const char *dir, int ranks)
+{
+    size_t cap = 256 + (size_t)ranks * 256, used = 0;
+    char *text = malloc(cap);
+    ck_assert_msg(text != NULL, "harness: out of memory");
+    text[0] = '\0';
+    for (int r = 0; r < ranks; r++) {
+        char path[4096], step[128], call[128];
+        snprintf(path, sizeof path, "%s/rank-%d", dir, r);
+        read_steps(path, step, call, sizeof step);
+        used += (size_t)snprintf(text + used, cap - used, "%srank %d: %s%s%s",
+                                 r ? "; " : "", r,
+                                 step[0] ? step : "(no step reported)",
+                                 call[0] ? ", inside " : "", call);
+        if (used >= cap)
+            break;
+    }
+    return text;
+}
+
+static void remove_folder(const char *dir, int ranks)
+{
+    for (int r = 0; r < ranks; r++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d", dir, r);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* Open MPI's shared-memory segments: files in /dev/shm that ranks remove
+ * as they finish, and that stay behind when a rank is killed. */
+static bool is_mpi_segment(const char *name)
+{
+    return strncmp(name, "vader_segment.", 14) == 0 ||
+           strncmp(name, "sm_segment.", 11) == 0;
+}
+
+/* Removes the segments that did not exist before the run. */
+static void remove_new_segments(char **before, size_t before_count)
+{
+    DIR *shm = opendir("/dev/shm");
+    struct dirent *entry;
+    if (shm == NULL)
+        return;
+    while ((entry = readdir(shm)) != NULL) {
+        bool old = false;
+        if (!is_mpi_segment(entry->d_name))
+            continue;
+        for (size_t k = 0; k < before_count && !old; k++)
+            old = strcmp(before[k], entry->d_name) == 0;
+        if (!old) {
+            char path[4096];
+            snprintf(path, sizeof path, "/dev/shm/%s", entry->d_name);
+            unlink(path);
+        }
+    }
+    closedir(shm);
+}
+
+size_t harness_mpi_segments(char ***names)
+{
+    DIR *shm = opendir("/dev/shm");
+    struct dirent *entry;
+    size_t count = 0, cap = 16;
+    *names = malloc(cap * sizeof **names);
+    ck_assert_msg(*names != NULL, "harness: out of memory");
+    if (shm == NULL)
+        return 0;
+    while ((entry = readdir(shm)) != NULL) {
+        if (!is_mpi_segment(entry->d_name))
+            continue;
+        if (count == cap) {
+            cap *= 2;
+            *names = realloc(*names, cap * sizeof **names);
+            ck_assert_msg(*names != NULL, "harness: out of memory");
+        }
+        (*names)[count++] = strdup(entry->d_name);
+    }
+    closedir(shm);
+    return count;
+}
+
+void harness_free_names(char **names, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        free(names[k]);
+    free(names);
+}
+
 run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            char *const args[], char *const env[],
                            double timeout_s)
 {
-    enum { max_words = 64 };
+    enum { max_words = 64, max_env = 32 };
     char *argv[max_words];
     char launcher[1024], ranks_text[16], mpirun_timeout[16];
     size_t count = 0;
@@ -162,19 +273,42 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
         argv[count++] = args[k];
     argv[count] = NULL;
 
+    char steps_dir[] = "/tmp/zz-steps-XXXXXX";
+    ck_assert_msg(mkdtemp(steps_dir) != NULL, "harness: mkdtemp: %s",
+                  strerror(errno));
+    char steps_setting[64];
+    snprintf(steps_setting, sizeof steps_setting, "ZZ_STEPS_DIR=%s",
+             steps_dir);
+
     /* MPI libraries allocate in plugins they unload at exit, which a leak
      * checker cannot tell from a leak; under AddressSanitizer, MPI programs
      * are checked for memory errors but not for leaks. */
-    enum { max_env = 32 };
     char *mpi_env[max_env];
     size_t env_count = 0;
     mpi_env[env_count++] = "ASAN_OPTIONS=detect_leaks=0:"
                            "allocator_may_return_null=1";
+    mpi_env[env_count++] = steps_setting;
     for (size_t k = 0; env != NULL && env[k] != NULL && env_count < max_env - 1;
          k++)
         mpi_env[env_count++] = env[k];
     mpi_env[env_count] = NULL;
-    return harness_run(argv, mpi_env, timeout_s);
+
+    char **segments_before;
+    size_t segments_count = harness_mpi_segments(&segments_before);
+    run_result result = harness_run(argv, mpi_env, timeout_s);
+    if (result.timed_out || result.signal != 0 || result.exit_status != 0) {
+        /* Open MPI's mpirun ends a run at its --timeout with a non-zero
+         * exit and this message. */
+        if (strstr(result.err, "time limit for job execution has been "
+                   "reached") != NULL)
+            result.timed_out = true;
+        if (result.timed_out)
+            result.where = describe_steps(steps_dir, ranks);
+        remove_new_segments(segments_before, segments_count);
+    }
+    harness_free_names(segments_before, segments_count);
+    remove_folder(steps_dir, ranks);
+    return result;
 }
 
 /* The "not started: FILE:LINE ..." line a NOT_DONE() printed, if any. */
@@ -207,10 +341,13 @@ void harness_expect_success(const run_result *result, const char *what)
         ck_abort_msg("could not start %s: %s", what, result->err);
     if (not_started_line(result->err, line, sizeof line) != NULL)
         _ck_assert_failed(__FILE__, __LINE__, "not started", "%s", line);
+    if (result->timed_out && result->where != NULL)
+        ck_abort_msg("no answer from %s in %.0f s: probably a deadlock (every "
+                     "rank waiting for another). Where each rank was: %s",
+                     what, result->seconds, result->where);
     if (result->timed_out)
         ck_abort_msg("no answer from %s in %.0f s: an endless loop, or a "
-                     "deadlock (every rank waiting for another)?", what,
-                     result->seconds);
+                     "deadlock?", what, result->seconds);
     if (result->signal != 0)
         ck_abort_msg("%s crashed: %s", what, strsignal(result->signal));
     if (result->exit_status != 0) {

@@ -47,6 +47,9 @@ typedef struct {
     double seconds;
     char *out;         /* everything it wrote, NUL-terminated */
     char *err;
+    char *where;       /* MPI runs that timed out: where each rank was, as
+                          its steps file said ("rank 0: TODO 3 ..., in
+                          MPI_Bcast; ..."); else NULL */
 } run_result;
 
 /* Runs argv (argv[0] searched in PATH) in its own process group with `env`
@@ -65,10 +68,19 @@ const char *harness_program(const char *lesson, const char *program);
 /* Runs a build's MPI program on `ranks` ranks through the launcher in
  * ZZ_MPIRUN (set by the Makefile from its MPIRUN variable), with mpirun's own
  * time limit a little below the harness's, so that mpirun cleans up its ranks
- * itself. `args` is NULL-terminated, may be NULL. */
+ * itself. `args` is NULL-terminated, may be NULL. Each rank reports its steps
+ * (common/steps.h) into a fresh folder; if the run times out, result.where
+ * says where every rank was, and shared-memory files that the killed ranks
+ * left behind are removed. */
 run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            char *const args[], char *const env[],
                            double timeout_s);
+
+/* Open MPI's shared-memory files now in /dev/shm (names malloc'd; free
+ * with harness_free_names). A test compares them before and after a run to
+ * prove that nothing was left behind. */
+size_t harness_mpi_segments(char ***names);
+void harness_free_names(char **names, size_t count);
 
 /* Fails the test, with a message for a student, unless the program ran and
  * exited with status 0. `what` says what was run ("hello_mpi on 3 ranks").

@@ -1,0 +1,26 @@
+/* Where each rank has got to, so that a run that hangs can say where.
+ *
+ * A driver marks the steps of a lesson as it enters them
+ * (steps_enter("TODO 3: broadcast x")), and the communication ledger marks
+ * the MPI call a rank is inside. Both go to a small file per rank that the
+ * test harness reads when it has to stop a run: "rank 0 is in TODO 4 (in
+ * MPI_Allgatherv); rank 1 is in TODO 3 (in MPI_Bcast)" names a deadlock far
+ * better than "timed out".
+ *
+ * The files live in the folder named by ZZ_STEPS_DIR; without it every call
+ * here does nothing. Writes go to a memory-mapped page, so marking a step
+ * costs a memcpy, and the file keeps the last mark even when the process is
+ * killed. */
+#ifndef ZZ_STEPS_H
+#define ZZ_STEPS_H
+
+/* Opens this rank's file (ZZ_STEPS_DIR/rank-RANK). Call once, early. */
+void steps_open(int rank);
+
+/* This rank now works on `step` (at most 95 characters are kept). */
+void steps_enter(const char *step);
+
+/* This rank is inside MPI call `call`; NULL when it has returned. */
+void steps_in_call(const char *call);
+
+#endif

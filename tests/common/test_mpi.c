@@ -1,0 +1,145 @@
+/* The MPI side of the toolkit: the communication ledger counts what the
+ * header promises, and a run that deadlocks is stopped, described and
+ * cleaned up after. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static run_result run_probe(const char *arg, double timeout_s)
+{
+    /* harness_run_mpi runs a build's programs by lesson folder; the probe's
+     * folder is tests/common. */
+    char *args[] = { (char *)arg, NULL };
+    return harness_run_mpi("tests/common", "ledger_probe", 3, args, NULL,
+                           timeout_s);
+}
+
+typedef struct {
+    const char *call;
+    unsigned long long calls, sent, received;
+} expected_line;
+
+/* 12 doubles = 96 bytes; Allgatherv/Reduce_scatter/Gatherv parts of 1, 2, 3
+ * doubles on ranks 0, 1, 2; Bcast from rank 0, Gatherv to rank 2; the
+ * Allreduce volume is 2(P-1)/P * 96 = 128. See common/comm_ledger.h. */
+static const expected_line expected[3][9] = {
+    { { "MPI_Send", 1, 96, 0 }, { "MPI_Sendrecv", 1, 96, 96 },
+      { "MPI_Bcast", 1, 192, 0 }, { "MPI_Allgatherv", 1, 16, 40 },
+      { "MPI_Reduce_scatter", 1, 40, 16 }, { "MPI_Allreduce", 1, 128, 128 },
+      { "MPI_Gatherv", 1, 8, 0 }, { "MPI_Barrier", 1, 0, 0 }, { NULL } },
+    { { "MPI_Recv", 1, 0, 96 }, { "MPI_Sendrecv", 1, 96, 96 },
+      { "MPI_Bcast", 1, 0, 96 }, { "MPI_Allgatherv", 1, 32, 32 },
+      { "MPI_Reduce_scatter", 1, 32, 32 }, { "MPI_Allreduce", 1, 128, 128 },
+      { "MPI_Gatherv", 1, 16, 0 }, { "MPI_Barrier", 1, 0, 0 }, { NULL } },
+    { { "MPI_Sendrecv", 1, 96, 96 }, { "MPI_Bcast", 1, 0, 96 },
+      { "MPI_Allgatherv", 1, 48, 24 }, { "MPI_Reduce_scatter", 1, 24, 48 },
+      { "MPI_Allreduce", 1, 128, 128 }, { "MPI_Gatherv", 1, 0, 24 },
+      { "MPI_Barrier", 1, 0, 0 }, { NULL } },
+};
+
+START_TEST(ledger_counts_every_call)
+{
+    char dir[] = "/tmp/zz-ledger-XXXXXX";
+    ck_assert(mkdtemp(dir) != NULL);
+    run_result r = run_probe(dir, 40);
+    harness_expect_success(&r, "ledger_probe on 3 ranks");
+    for (int rank = 0; rank < 3; rank++) {
+        char path[4096], text[4096];
+        snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
+        FILE *file = fopen(path, "r");
+        ck_assert_msg(file != NULL, "rank %d wrote no ledger", rank);
+        size_t length = fread(text, 1, sizeof text - 1, file);
+        text[length] = '\0';
+        fclose(file);
+        unlink(path);
+        int lines = 0;
+        for (const expected_line *e = expected[rank]; e->call; e++, lines++) {
+            char line[256];
+            snprintf(line, sizeof line, "comm %s %llu %llu %llu\n", e->call,
+                     e->calls, e->sent, e->received);
+            ck_assert_msg(strstr(text, line) != NULL, "rank %d: expected "
+                          "\"%.*s\" in its ledger:\n%s", rank,
+                          (int)strlen(line) - 1, line, text);
+        }
+        int written = 0;
+        for (const char *at = text; (at = strchr(at, '\n')); at++)
+            written++;
+        ck_assert_msg(written == lines, "rank %d: %d ledger lines, expected "
+                      "%d:\n%s", rank, written, lines, text);
+    }
+    rmdir(dir);
+    run_result_free(&r);
+}
+END_TEST
+
+/* Any process whose program (argv[0], the first NUL-terminated word of
+ * /proc/PID/cmdline) is the probe: a rank that outlived its run. */
+static bool probe_still_running(void)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *entry;
+    bool found = false;
+    if (proc == NULL)
+        return false;
+    while (!found && (entry = readdir(proc)) != NULL) {
+        char path[300], program[4096] = "";
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/cmdline", entry->d_name);
+        FILE *file = fopen(path, "r");
+        if (file == NULL)
+            continue;
+        size_t length = fread(program, 1, sizeof program - 1, file);
+        fclose(file);
+        program[length] = '\0';
+        found = strstr(program, "ledger_probe") != NULL;
+    }
+    closedir(proc);
+    return found;
+}
+
+START_TEST(deadlock_is_described_and_cleaned_up)
+{
+    char **before;
+    size_t before_count = harness_mpi_segments(&before);
+    run_result r = run_probe("--hang", 10);
+    ck_assert_msg(r.timed_out, "the hanging probe was not reported as timed "
+                  "out: exit %d, stderr %s", r.exit_status, r.err);
+    ck_assert_msg(r.where != NULL &&
+                  strstr(r.where, "rank 0: probe: waiting forever, inside "
+                         "MPI_Recv") != NULL &&
+                  strstr(r.where, "rank 1: probe: waiting forever, inside "
+                         "MPI_Barrier") != NULL,
+                  "where the ranks were: %s", r.where ? r.where : "(none)");
+    sleep(1);
+    ck_assert_msg(!probe_still_running(), "a rank of the probe outlived the "
+                  "time limit");
+    char **after;
+    size_t after_count = harness_mpi_segments(&after);
+    for (size_t k = 0; k < after_count; k++) {
+        bool old = false;
+        for (size_t j = 0; j < before_count; j++)
+            old = old || strcmp(after[k], before[j]) == 0;
+        ck_assert_msg(old, "shared-memory file /dev/shm/%s left behind",
+                      after[k]);
+    }
+    harness_free_names(before, before_count);
+    harness_free_names(after, after_count);
+    run_result_free(&r);
+}
+END_TEST
+
+Suite *lesson_suite(void)
+{
+    Suite *suite = suite_create("mpi");
+    harness_add(suite, "comm ledger: every call counted as documented",
+                ledger_counts_every_call, 0, 45);
+    harness_add(suite, "deadlock: each rank's step named, nothing left behind",
+                deadlock_is_described_and_cleaned_up, 0, 30);
+    return suite;
+}
