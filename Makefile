@@ -45,7 +45,7 @@ include $(foreach lesson,$(LESSONS),lessons/$(lesson)/lesson.mk)
 # (tests replace not_done.o with the harness's version; the communication
 # ledger must be linked as an object for its MPI_* definitions to win).
 COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c
-COMMON_MPI_OBJS = $(patsubst common/%.c,build/$(1)/common/%.o,$(COMMON_MPI_SOURCES))
+COMMON_MPI_OBJS = $(patsubst common/%.c,build/$(SHARED_$(1))/common/%.o,$(COMMON_MPI_SOURCES))
 COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c,$(wildcard common/*.c))
 HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
 
@@ -53,6 +53,9 @@ HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
 # solution (edited files from solutions/, the rest from lessons/), sanitize
 # (the solution under AddressSanitizer and UndefinedBehaviorSanitizer).
 VARIANTS := student solution sanitize
+# Where a variant takes the shared library and the compiled tests from: its
+# own build, except for fixtures (below), which share the solution's.
+$(foreach variant,$(VARIANTS),$(eval SHARED_$(variant) := $(variant)))
 # A skeleton is unfinished on purpose: its parameters and variables wait for
 # the student's code, so "unused" is not a warning there.
 student_FLAGS  := $(OPT_FLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unused-function
@@ -86,8 +89,8 @@ endef
 
 # $(1): variant, $(2): lesson, $(3): program
 define program_rules
-build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(1)/common/libcommon.a build/$(1)/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS))
-	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o,$$^) build/$(1)/common/libcommon.a -lm -o $$@
+build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS))
+	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o,$$^) build/$(SHARED_$(1))/common/libcommon.a -lm -o $$@
 endef
 
 # $(1): variant, $(2): lesson
@@ -95,10 +98,32 @@ define lesson_rules
 $(foreach source,$($(2)_MPI),build/$(1)/$(2)/$(source:.c=.o)): COMPILER = $$(MPICC)
 $(foreach source,$($(2)_OPENMP),build/$(1)/$(2)/$(source:.c=.o)): EXTRA_FLAGS = $$(OPENMP_FLAGS)
 $(foreach program,$($(2)_PROGRAMS),$(eval $(call program_rules,$(1),$(2),$(program))))
-build/$(1)/tests/test_$(2): build/$(1)/tests/test_$(2).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) build/$(1)/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
-	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
+build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_TEST_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
 PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 TESTS_$(1) += build/$(1)/tests/test_$(2)
+endef
+
+# Fixtures: broken submissions the tests must catch, each a folder
+# tests/fixtures/LESSON/NAME/ holding the broken versions of some edited
+# files and expected.txt (which tests must fail, and with what words). A
+# fixture build takes its files from there, the other edited files from
+# solutions/, the rest from lessons/, and links the solution's test objects.
+FIXTURES := $(patsubst tests/fixtures/%/expected.txt,%,$(wildcard tests/fixtures/*/*/expected.txt))
+# $(1): lesson, $(2): fixture name
+define fixture_rules
+SHARED_fixture/$(1)/$(2) := solution
+fixture/$(1)/$(2)_FLAGS := $$(solution_FLAGS)
+build/fixture/$(1)/$(2)/$(1)/%.o: tests/fixtures/$(1)/$(2)/%.c
+	@mkdir -p $$(@D)
+	$$(COMPILER) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-function $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
+build/fixture/$(1)/$(2)/$(1)/%.o: solutions/$(1)/%.c
+	@mkdir -p $$(@D)
+	$$(COMPILER) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
+build/fixture/$(1)/$(2)/$(1)/%.o: lessons/$(1)/%.c
+	@mkdir -p $$(@D)
+	$$(COMPILER) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
 endef
 
 COMPILER = $(CC)
@@ -109,6 +134,9 @@ $(eval $(call lesson_source_rules,solution,lessons))
 $(eval $(call lesson_source_rules,sanitize,solutions))
 $(eval $(call lesson_source_rules,sanitize,lessons))
 $(foreach variant,$(VARIANTS),$(foreach lesson,$(LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
+$(foreach fixture,$(FIXTURES),$(eval $(call fixture_rules,$(firstword $(subst /, ,$(fixture))),$(lastword $(subst /, ,$(fixture))))))
+$(foreach fixture,$(FIXTURES),$(eval $(call lesson_rules,fixture/$(fixture),$(firstword $(subst /, ,$(fixture))))))
+FIXTURE_TESTS := $(foreach fixture,$(FIXTURES),build/fixture/$(fixture)/tests/test_$(firstword $(subst /, ,$(fixture))))
 
 # The communication ledger's test program (an MPI program the tests launch).
 define probe_rules
@@ -138,7 +166,7 @@ BENCHES := build/bench/bench_01
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready all build-student build-solution build-sanitize demo test test-run check bench slides clean
+.PHONY: help deps deps-ready all build-student build-solution build-sanitize build-fixtures demo test test-run check bench slides clean
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
@@ -159,6 +187,7 @@ deps-ready:
 build-student: $(PROGRAMS_student) $(TESTS_student)
 build-solution: $(PROGRAMS_solution) $(TESTS_solution)
 build-sanitize: $(TESTS_sanitize)
+build-fixtures: $(FIXTURE_TESTS)
 
 all: ## build every lesson: your files and the solutions, with their tests
 	@$(MAKE) --no-print-directory build-student build-solution
@@ -168,7 +197,7 @@ demo: deps-ready ## build the solutions and run every lesson at its default size
 	@scripts/demo.sh
 
 test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, sanitizers
-	@$(MAKE) --no-print-directory build-student build-solution build-sanitize
+	@$(MAKE) --no-print-directory build-student build-solution build-sanitize build-fixtures
 	@tests/run-all.sh $(LESSONS)
 
 check: ## run one lesson's tests on your files: make check L=01

@@ -4,7 +4,9 @@
 #   2. every lesson's suite against the solutions: every test must pass;
 #   3. every lesson's suite against the untouched skeletons: every test must
 #      fail (a test that passes there cannot fail, and is a bug);
-#   4. the solutions again under AddressSanitizer and UBSan.
+#   4. every broken submission in tests/fixtures/ against its expectations:
+#      the tests must catch it, with a message that names the problem;
+#   5. the solutions again under AddressSanitizer and UBSan.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 # Usage: tests/run-all.sh LESSON...   (run by make test, after the builds)
 set -u
@@ -15,9 +17,11 @@ mkdir -p build/test
 : > "$tally"
 status=0
 
-run_suite() {   # run_suite BUILD_DIR BINARY TITLE MODE
+run_suite() {   # run_suite BUILD_DIR BINARY TITLE MODE [RUNNER OPTIONS]
     case "$2" in *.o|*.d) return ;; esac
-    ZZ_BUILD_DIR=$1 "$2" --title "$3" --mode "$4" --tally "$tally" || status=1
+    local build=$1 binary=$2 title=$3 mode=$4
+    shift 4
+    ZZ_BUILD_DIR=$build "$binary" --title "$title" --mode "$mode" --tally "$tally" "$@" || status=1
     echo
 }
 
@@ -30,6 +34,12 @@ for lesson in "$@"; do
     echo "== lesson $lesson"
     run_suite build/solution "build/solution/tests/test_$lesson" "lesson $lesson: the solution" solution
     run_suite build/student "build/student/tests/test_$lesson" "lesson $lesson: the skeleton" skeleton
+    for expect in tests/fixtures/"$lesson"/*/expected.txt; do
+        [ -e "$expect" ] || continue
+        name=$(basename "$(dirname "$expect")")
+        run_suite "build/fixture/$lesson/$name" "build/fixture/$lesson/$name/tests/test_$lesson" \
+            "lesson $lesson: broken submission '$name'" fixture --expect "$expect"
+    done
 done
 
 echo "== the solutions under AddressSanitizer and UndefinedBehaviorSanitizer"

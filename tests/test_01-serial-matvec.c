@@ -76,10 +76,13 @@ static void check_kernel(kernel_fn *kernel, int index, const char *hint)
     if (!comparison_ok(&c)) {
         char text[512];
         comparison_describe(&c, "y", text, sizeof text);
+        if (isnan(c.got))
+            ck_abort_msg("A is %zu x %zu (%s): %s. Hint: y[%zu] is NaN: it "
+                         "was never written (the test fills y with NaN "
+                         "first), or the sum read outside A or x", s->m, s->n,
+                         s->why, text, c.first);
         ck_abort_msg("A is %zu x %zu (%s): %s. Hint: %s", s->m, s->n, s->why,
-                     text, isnan(c.got) ? "y[i] is NaN: it was never written "
-                     "(the test fills y with NaN first), or the sum read "
-                     "outside A or x" : hint);
+                     text, hint);
     }
     c = compare_bitwise(A_copy, A, s->m * s->n);
     ck_assert_msg(comparison_ok(&c), "the kernel changed A[%zu]: it must "
