@@ -74,7 +74,7 @@ build/$(1)/common/%.o: common/%.c
 	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -MMD -MP -c $$< -o $$@
 build/$(1)/tests/%.o: tests/%.c
 	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
+	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(OPENMP_FLAGS) $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
 build/$(1)/common/libcommon.a: $$(patsubst common/%.c,build/$(1)/common/%.o,$$(COMMON_SOURCES))
 	$$(AR) rcs $$@ $$^
 build/$(1)/common/check_mpi.o build/$(1)/common/comm_ledger.o: COMPILER = $$(MPICC)
@@ -100,7 +100,7 @@ $(foreach source,$($(2)_OPENMP),build/$(1)/$(2)/$(source:.c=.o)): EXTRA_FLAGS = 
 $(foreach program,$($(2)_PROGRAMS),$(eval $(call program_rules,$(1),$(2),$(program))))
 build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_TEST_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
+	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
 PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 TESTS_$(1) += build/$(1)/tests/test_$(2)
 endef
@@ -157,11 +157,18 @@ endef
 $(foreach variant,solution sanitize,$(foreach test,$(COMMON_TESTS),$(eval $(call common_test_rules,$(variant),$(test)))))
 
 
-# Benchmarks: the solutions against OpenBLAS and STREAM.
-build/bench/bench_01: bench/bench_01.c build/solution/01-serial-matvec/matvec.o build/solution/common/libcommon.a
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(solution_FLAGS) $(WARN_FLAGS) $(BLAS_CFLAGS) -Icommon -Ilessons/01-serial-matvec $(LDFLAGS) $^ $(BLAS_LIBS) -lm -o $@
-BENCHES := build/bench/bench_01
+# Benchmarks: bench/bench_NN.c times lesson NN's solution against baselines
+# (OpenBLAS, STREAM); it links the objects that lesson.mk lists in
+# NN-*_BENCH_OBJS, and MPI when NN-*_BENCH_MPI is set.
+BENCHES := $(patsubst bench/%.c,build/bench/%,$(wildcard bench/bench_*.c))
+# $(1): bench name (bench_01), $(2): lesson
+define bench_rules
+build/bench/$(1): bench/$(1).c $(addprefix build/solution/$(2)/,$($(2)_BENCH_OBJS)) build/solution/common/libcommon.a $(if $($(2)_BENCH_MPI),$(call COMMON_MPI_OBJS_OF,solution))
+	@mkdir -p $$(@D)
+	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $$(BLAS_CFLAGS) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o,$$^) build/solution/common/libcommon.a $$(BLAS_LIBS) -lm -o $$@
+endef
+COMMON_MPI_OBJS_OF = $(patsubst common/%.c,build/$(1)/common/%.o,$(COMMON_MPI_SOURCES))
+$(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call lesson_of,$(patsubst bench_%,%,$(notdir $(bench)))))))
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 

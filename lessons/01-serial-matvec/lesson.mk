@@ -3,6 +3,8 @@
 #   PROGRAMS:  what `make` builds; <program>_OBJS the objects of each
 #   TEST_OBJS: the lesson objects linked into the test suite
 #   MPI/OPENMP: sources that need mpicc / OpenMP flags
+#   BENCH_OBJS: solution objects bench/bench_NN.c links; BENCH_MPI: set if it
+#              is an MPI program
 LESSON := 01-serial-matvec
 $(LESSON)_TITLE     := 01 serial matvec
 $(LESSON)_EDITED    := matvec.c
@@ -11,3 +13,4 @@ $(LESSON)_matvec_OBJS := main.o matvec.o
 $(LESSON)_TEST_OBJS := matvec.o
 $(LESSON)_MPI       :=
 $(LESSON)_OPENMP    :=
+$(LESSON)_BENCH_OBJS := matvec.o

@@ -311,6 +311,80 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     return result;
 }
 
+void harness_out_dir(char path[32])
+{
+    snprintf(path, 32, "/tmp/zz-out-XXXXXX");
+    ck_assert_msg(mkdtemp(path) != NULL, "harness: mkdtemp: %s",
+                  strerror(errno));
+}
+
+void harness_remove_out_dir(const char *path)
+{
+    DIR *dir = opendir(path);
+    struct dirent *entry;
+    if (dir == NULL)
+        return;
+    while ((entry = readdir(dir)) != NULL) {
+        char file[4096];
+        if (entry->d_name[0] == '.')
+            continue;
+        snprintf(file, sizeof file, "%s/%s", path, entry->d_name);
+        unlink(file);
+    }
+    closedir(dir);
+    rmdir(path);
+}
+
+char *harness_read_report(const char *dir, int rank)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
+    FILE *file = fopen(path, "r");
+    ck_assert_msg(file != NULL, "rank %d wrote no report (%s): did it reach "
+                  "the end of the program?", rank, path);
+    char *text = slurp(file);
+    fclose(file);
+    return text;
+}
+
+int harness_report_values(const char *report, const char *key,
+                          unsigned long long *values, int count)
+{
+    size_t key_len = strlen(key);
+    for (const char *line = report; line != NULL && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, key, key_len) != 0 || line[key_len] != ' ')
+            continue;
+        const char *at = line + key_len;
+        int got = 0;
+        while (got < count) {
+            char *end;
+            unsigned long long value = strtoull(at, &end, 10);
+            if (end == at)
+                break;
+            values[got++] = value;
+            at = end;
+        }
+        return got;
+    }
+    return 0;
+}
+
+void harness_read_doubles(const char *dir, const char *name, int rank,
+                          double *values, size_t count)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s-rank-%d.bin", dir, name, rank);
+    FILE *file = fopen(path, "rb");
+    ck_assert_msg(file != NULL, "rank %d wrote no %s (%s)", rank, name, path);
+    size_t got = fread(values, sizeof *values, count, file);
+    int extra = fgetc(file);
+    fclose(file);
+    ck_assert_msg(got == count && extra == EOF, "rank %d's %s holds %s %zu "
+                  "numbers, expected %zu", rank, name,
+                  extra == EOF ? "" : "more than", got, count);
+}
+
 /* The "not started: FILE:LINE ..." line a NOT_DONE() printed, if any. */
 static const char *not_started_line(const char *err, char *line, size_t len)
 {

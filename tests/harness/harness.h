@@ -76,6 +76,28 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            char *const args[], char *const env[],
                            double timeout_s);
 
+/* ---- Reading a program's report (common/report.h) ------------------------ */
+
+/* A fresh folder for a program's --out (/tmp/zz-out-XXXXXX), and its
+ * removal with everything in it. */
+void harness_out_dir(char path[32]);
+void harness_remove_out_dir(const char *path);
+
+/* The whole of DIR/rank-RANK.txt (malloc'd); fails the test, naming the
+ * rank, when the file is missing. */
+char *harness_read_report(const char *dir, int rank);
+
+/* The numbers after "KEY" on the first line of `report` that starts with
+ * KEY followed by a space: up to `count` of them into `values`; returns how
+ * many were read (0 when there is no such line). */
+int harness_report_values(const char *report, const char *key,
+                          unsigned long long *values, int count);
+
+/* DIR/NAME-rank-RANK.bin, which must hold exactly `count` doubles, into
+ * `values`; fails the test otherwise. */
+void harness_read_doubles(const char *dir, const char *name, int rank,
+                          double *values, size_t count);
+
 /* Open MPI's shared-memory files now in /dev/shm (names malloc'd; free
  * with harness_free_names). A test compares them before and after a run to
  * prove that nothing was left behind. */

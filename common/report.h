@@ -1,0 +1,27 @@
+/* A program's report to the test harness: what each rank computed and what
+ * it cost, written to files that a test reads after the run.
+ *
+ * MPI programs cannot run inside a test's own process, so a test launches
+ * the driver under mpirun and reads back, from the folder given with --out:
+ *
+ *   rank-R.txt          lines "KEY VALUE...", e.g. "rows 0 334",
+ *                       "memory matrix 0 2672000", "comm MPI_Bcast 1 0 800"
+ *   NAME-rank-R.bin     a vector's doubles, raw, in the machine's byte order
+ *
+ * Only the given drivers write reports; what a student's code prints never
+ * decides a test. */
+#ifndef ZZ_REPORT_H
+#define ZZ_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Opens DIR/rank-RANK.txt for writing; NULL (after saying why) on failure. */
+FILE *report_open(const char *dir, int rank);
+
+/* Writes `count` doubles to DIR/NAME-rank-RANK.bin; 0 on success, -1 (after
+ * saying why) on failure. */
+int report_write_doubles(const char *dir, const char *name, int rank,
+                         const double *values, size_t count);
+
+#endif
