@@ -88,6 +88,14 @@ static int store_value(const cli_option *option, const char *text,
         *(double *)option->value = parsed;
         return CLI_OK;
     }
+    case CLI_STRING:
+        if (text[0] == '\0') {
+            snprintf(error, error_len, "--%s needs a value, got ''",
+                     option->name);
+            return CLI_ERROR;
+        }
+        *(const char **)option->value = text;
+        return CLI_OK;
     case CLI_FLAG:
         break;
     }
@@ -149,6 +157,8 @@ static const char *placeholder(cli_type type)
         return " N";
     case CLI_DOUBLE:
         return " X";
+    case CLI_STRING:
+        return " TEXT";
     case CLI_FLAG:
         break;
     }
@@ -179,6 +189,11 @@ static void print_default(const cli_option *option, FILE *out)
         break;
     case CLI_DOUBLE:
         fprintf(out, " (default %g)", *(const double *)option->value);
+        break;
+    case CLI_STRING:
+        if (*(const char *const *)option->value != NULL)
+            fprintf(out, " (default %s)",
+                    *(const char *const *)option->value);
         break;
     case CLI_FLAG:
         break;

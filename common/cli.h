@@ -24,13 +24,14 @@ typedef enum {
     CLI_SEED,   /* uint64_t; any whole number 0 .. 2^64-1, min/max unused */
     CLI_DOUBLE, /* double; a finite number within [min, max] */
     CLI_FLAG,   /* bool; present means true, takes no value */
+    CLI_STRING, /* const char *; any non-empty text, min/max unused */
 } cli_type;
 
 typedef struct {
     const char *name;   /* without the dashes: "m" for --m */
     cli_type type;
-    void *value;        /* size_t*, int*, uint64_t*, double* or bool*; holds
-                           the default on entry */
+    void *value;        /* size_t*, int*, uint64_t*, double*, bool* or
+                           const char **; holds the default on entry */
     const char *help;
     double min, max;    /* the accepted range, inclusive */
 } cli_option;

@@ -7,8 +7,9 @@
  *          submission from a finished one, and is itself a bug
  *   runner ... --mode fixture --expect FILE
  *          a broken submission (tests/fixtures/): every line of FILE,
- *          "fails: TEST | WORDS" or "passes: TEST", must hold, where TEST
- *          is part of a test's name and WORDS part of its failure message
+ *          "fails: TEST | WORDS" or "passes: TEST", must hold for every
+ *          test whose name starts with TEST; WORDS must appear in the
+ *          failure message
  *   --tally FILE   appends "passed failed skipped" for the closing summary
  *
  * Every test runs in its own forked process with a time limit (Check's fork
@@ -110,7 +111,7 @@ static void check_expectations(const char *path, TestResult **results,
         const char *problem = NULL;
         char detail[1200] = "";
         for (int k = 0; k < count && problem == NULL; k++) {
-            if (strstr(tr_tcname(results[k]), name) == NULL)
+            if (strncmp(tr_tcname(results[k]), name, strlen(name)) != 0)
                 continue;
             matched++;
             bool failed = classify(results[k]) != OUTCOME_PASSED;

@@ -1,0 +1,295 @@
+/* Lesson 02's tests: the partition in-process, then both splits run under
+ * mpirun for P = 1..4. Each run's report says what every rank computed,
+ * held and sent; the test checks it against a serial product of the same
+ * generated A, the balanced partition, and the bytes the algorithm needs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kernels.h"
+#include "matrix.h"
+#include "matvec_mpi.h"
+#include "partition.h"
+#include "reference.h"
+
+/* ---- TODO 1, in-process ---- */
+
+static const struct {
+    size_t total;
+    int ranks;
+    const char *why;
+} partitions[] = {
+    { 10, 3, "10 rows on 3 ranks: 4, 3, 3" },
+    { 10, 4, "10 rows on 4 ranks: 3, 3, 2, 2" },
+    { 7, 7, "one row each" },
+    { 2, 3, "fewer rows than ranks: the last rank owns none" },
+    { 1003, 4, "a remainder of 3" },
+    { 5, 1, "one rank owns everything" },
+};
+
+START_TEST(partition_case)
+{
+    size_t total = partitions[_i].total;
+    int ranks = partitions[_i].ranks;
+    for (int rank = 0; rank < ranks; rank++) {
+        size_t begin = 999999, end = 999999, want_begin, want_end;
+        rows_of_rank(total, ranks, rank, &begin, &end);
+        block_range(total, (size_t)ranks, (size_t)rank, &want_begin,
+                    &want_end);
+        ck_assert_msg(begin == want_begin && end == want_end,
+                      "rows_of_rank(%zu, %d, %d) gave [%zu, %zu), expected "
+                      "[%zu, %zu) (%s). Hint: TODO 1: blocks in rank order, "
+                      "sizes differing by at most one, the first %zu ranks "
+                      "owning one more row", total, ranks, rank, begin, end,
+                      want_begin, want_end, partitions[_i].why,
+                      total % (size_t)ranks);
+    }
+}
+END_TEST
+
+/* ---- both splits, under mpirun ---- */
+
+enum { SEED = 7 };
+
+typedef struct {
+    unsigned long long calls, sent, received;
+} counted;
+
+/* Adds up every "comm" line of a report; `only` names one call or NULL. */
+static counted comm_in(const char *report, const char *only)
+{
+    counted total = { 0, 0, 0 };
+    for (const char *line = report; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        char call[64];
+        unsigned long long calls, sent, received;
+        if (sscanf(line, "comm %63s %llu %llu %llu", call, &calls, &sent,
+                   &received) != 4)
+            continue;
+        if (only != NULL && strcmp(call, only) != 0)
+            continue;
+        total.calls += calls;
+        total.sent += sent;
+        total.received += received;
+    }
+    return total;
+}
+
+/* The serial product of the whole generated A: the reference, computed
+ * here, independently of the student's code. matvec_rows gives any row the
+ * same bits however rows are split (common/kernels.h), so the row split
+ * must match it exactly. */
+static void serial_y(size_t m, size_t n, double *y, double *bound)
+{
+    double *A = matrix_alloc(m, n, "A"), *x = vector_alloc(n, "x");
+    double *ignored = vector_alloc(m, "reference");
+    matrix_fill_random(A, m, n, 0, 0, SEED);
+    vector_fill_random(x, n, 0, SEED);
+    matvec_rows(m, n, A, n, x, y);
+    reference_matvec(m, n, A, x, ignored, bound);
+    matrix_free(A);
+    matrix_free(x);
+    matrix_free(ignored);
+}
+
+static run_result run_driver(int ranks, size_t m, size_t n, bool columns,
+                             const char *out)
+{
+    char m_text[32], n_text[32], seed_text[32];
+    snprintf(m_text, sizeof m_text, "%zu", m);
+    snprintf(n_text, sizeof n_text, "%zu", n);
+    snprintf(seed_text, sizeof seed_text, "%d", SEED);
+    char *args[] = { "--m", m_text, "--n", n_text, "--seed", seed_text,
+                     "--reps", "1", "--out", (char *)out,
+                     columns ? "--columns" : NULL, NULL };
+    return harness_run_mpi("02-mpi-matvec", "matvec_mpi", ranks, args, NULL,
+                           12);
+}
+
+static unsigned long long report_value(const char *report, const char *key,
+                                       int index, int rank)
+{
+    unsigned long long values[4] = { 0 };
+    ck_assert_msg(harness_report_values(report, key, values, 4) > index,
+                  "rank %d's report has no \"%s\" line", rank, key);
+    return values[index];
+}
+
+/* The row split (TODO 1-4) on P ranks: M and N not multiples of P, and
+ * blocks of y larger than MPI's eager limit (4 KiB in Open MPI's shared
+ * memory transport), so that a send that waits for its receive blocks. */
+START_TEST(rows_on_ranks)
+{
+    const int P = _i;
+    const size_t M = 4001, N = 129;
+    char out[32], what[64];
+    harness_out_dir(out);
+    snprintf(what, sizeof what, "matvec_mpi on %d rank%s", P, P > 1 ? "s" : "");
+    run_result r = run_driver(P, M, N, false, out);
+    harness_expect_success(&r, what);
+
+    double *expected = vector_alloc(M, "y"), *bound = vector_alloc(M, "b");
+    double *y = vector_alloc(M, "y from a rank");
+    serial_y(M, N, expected, bound);
+    for (int rank = 0; rank < P; rank++) {
+        char *report = harness_read_report(out, rank);
+        size_t begin, end;
+        block_range(M, (size_t)P, (size_t)rank, &begin, &end);
+        size_t own = end - begin;
+
+        /* Memory: only my rows of A, ever. */
+        unsigned long long held = report_value(report, "memory matrix", 1,
+                                               rank);
+        unsigned long long share = (M + (size_t)P - 1) / (size_t)P * N * 8;
+        ck_assert_msg(held <= share, "rank %d held %llu bytes of A at once; "
+                      "its share is at most ceil(M/P)*N*8 = %llu. Hint: TODO "
+                      "2: a rank generates only its own rows, never all of A",
+                      rank, held, share);
+
+        /* The partition. */
+        unsigned long long b = report_value(report, "rows", 0, rank);
+        unsigned long long e = report_value(report, "rows", 1, rank);
+        ck_assert_msg(b == begin && e == end, "rank %d of %d owned rows [%llu,"
+                      " %llu); the balanced partition gives it [%zu, %zu). "
+                      "Hint: TODO 1", rank, P, b, e, begin, end);
+
+        /* y, whole, on every rank. */
+        harness_read_doubles(out, "y", rank, y, M);
+        comparison_t c = compare_bitwise(expected, y, M);
+        if (!comparison_ok(&c)) {
+            char text[512];
+            comparison_describe(&c, "y", text, sizeof text);
+            ck_abort_msg("rank %d's y: %s; y[%zu] belongs to rank %zu. Hint: "
+                         "TODO 4 gives every rank all of y, each block at "
+                         "its rows' offset", rank, text, c.first,
+                         block_owner(M, (size_t)P, c.first));
+        }
+
+        /* Communication: x once, and the rows of y this rank lacks. */
+        counted bcast = comm_in(report, "MPI_Bcast");
+        counted gather = comm_in(report, "MPI_Allgatherv");
+        counted all = comm_in(report, NULL);
+        unsigned long long x_in = rank == 0 ? 0 : N * 8;
+        unsigned long long x_out = rank == 0 ? (unsigned long long)(P - 1) *
+                                   N * 8 : 0;
+        ck_assert_msg(P == 1 || (bcast.received == x_in &&
+                                 bcast.sent == x_out),
+                      "rank %d: x should come from rank 0 by MPI_Bcast (rank "
+                      "0 sends %d copies of %zu bytes, the others receive "
+                      "one); counted sent %llu, received %llu. Hint: TODO 3",
+                      rank, P - 1, N * 8, bcast.sent, bcast.received);
+        ck_assert_msg(P == 1 || gather.received == (M - own) * 8,
+                      "rank %d should receive exactly the rows of y it does "
+                      "not own, (M - %zu)*8 = %zu bytes, through "
+                      "MPI_Allgatherv; it received %llu that way. Hint: TODO "
+                      "4", rank, own, (M - own) * 8, gather.received);
+        ck_assert_msg(all.received == x_in + (M - own) * 8 &&
+                      all.sent == x_out + (unsigned long long)(P - 1) * own * 8,
+                      "rank %d moved more than the algorithm needs: sent "
+                      "%llu bytes and received %llu in all, where x and the "
+                      "missing rows of y take %llu and %llu. Its calls:\n%s",
+                      rank, all.sent, all.received,
+                      x_out + (unsigned long long)(P - 1) * own * 8,
+                      x_in + (M - own) * 8, strstr(report, "comm ")
+                      ? strstr(report, "comm ") : "(none)");
+        free(report);
+    }
+    matrix_free(expected);
+    matrix_free(bound);
+    matrix_free(y);
+    run_result_free(&r);
+    harness_remove_out_dir(out);
+}
+END_TEST
+
+/* The column split (TODO 5-6). Each y[i] is now a sum of P partial sums:
+ * still a sum of the same N products, in another order, so the error bound
+ * of a length-N dot product (common/reference.h) still applies. */
+START_TEST(columns_on_ranks)
+{
+    const int P = _i;
+    const size_t M = 1201, N = 1001;
+    char out[32], what[64];
+    harness_out_dir(out);
+    snprintf(what, sizeof what, "matvec_mpi --columns on %d rank%s", P,
+             P > 1 ? "s" : "");
+    run_result r = run_driver(P, M, N, true, out);
+    harness_expect_success(&r, what);
+
+    double *expected = vector_alloc(M, "y"), *bound = vector_alloc(M, "b");
+    double *y = vector_alloc(M, "y from a rank");
+    serial_y(M, N, expected, bound);
+    for (int rank = 0; rank < P; rank++) {
+        char *report = harness_read_report(out, rank);
+        size_t begin, end, row_begin, row_end;
+        block_range(N, (size_t)P, (size_t)rank, &begin, &end);
+        block_range(M, (size_t)P, (size_t)rank, &row_begin, &row_end);
+        size_t own = row_end - row_begin;
+
+        unsigned long long held = report_value(report, "memory matrix", 1,
+                                               rank);
+        unsigned long long share = M * ((N + (size_t)P - 1) / (size_t)P) * 8;
+        ck_assert_msg(held <= share, "rank %d held %llu bytes of A at once; "
+                      "its columns take at most M*ceil(N/P)*8 = %llu. Hint: "
+                      "TODO 5: only this rank's columns", rank, held, share);
+
+        harness_read_doubles(out, "y", rank, y, own);
+        comparison_t c = compare_within(&expected[row_begin], y,
+                                        &bound[row_begin], own);
+        if (!comparison_ok(&c)) {
+            char text[512];
+            comparison_describe(&c, "my block of y", text, sizeof text);
+            ck_abort_msg("rank %d (rows %zu..%zu): %s. Hint: TODO 5 (the "
+                         "block's first column is column %zu) and TODO 6 "
+                         "(sum every rank's partial y; keep your rows)",
+                         rank, row_begin, row_end, text, begin);
+        }
+
+        counted scatter = comm_in(report, "MPI_Reduce_scatter");
+        counted all = comm_in(report, NULL);
+        ck_assert_msg(P == 1 || scatter.sent == (M - own) * 8,
+                      "rank %d should send only the parts of its partial y "
+                      "that other ranks own, (M - %zu)*8 = %zu bytes, through "
+                      "MPI_Reduce_scatter; it sent %llu that way. Hint: TODO "
+                      "6", rank, own, (M - own) * 8, scatter.sent);
+        ck_assert_msg(all.sent == (M - own) * 8 &&
+                      all.received == (unsigned long long)(P - 1) * own * 8,
+                      "rank %d moved more than the algorithm needs: sent %llu "
+                      "and received %llu bytes in all, expected %zu and "
+                      "%zu. Its calls:\n%s", rank, all.sent, all.received,
+                      (M - own) * 8, (size_t)(P - 1) * own * 8,
+                      strstr(report, "comm ") ? strstr(report, "comm ")
+                                              : "(none)");
+        free(report);
+    }
+    matrix_free(expected);
+    matrix_free(bound);
+    matrix_free(y);
+    run_result_free(&r);
+    harness_remove_out_dir(out);
+}
+END_TEST
+
+Suite *lesson_suite(void)
+{
+    static char names[16][96];
+    int k = 0;
+    Suite *suite = suite_create("02-mpi-matvec");
+    for (size_t c = 0; c < sizeof partitions / sizeof partitions[0]; c++) {
+        snprintf(names[k], sizeof names[k], "partition: %s",
+                 partitions[c].why);
+        harness_add(suite, names[k++], partition_case, (int)c, 10);
+    }
+    for (int P = 1; P <= 4; P++) {
+        snprintf(names[k], sizeof names[k], "rows on %d rank%s", P,
+                 P > 1 ? "s" : "");
+        harness_add(suite, names[k++], rows_on_ranks, P, 20);
+    }
+    for (int P = 1; P <= 4; P++) {
+        snprintf(names[k], sizeof names[k], "columns on %d rank%s", P,
+                 P > 1 ? "s" : "");
+        harness_add(suite, names[k++], columns_on_ranks, P, 20);
+    }
+    return suite;
+}
