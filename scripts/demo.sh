@@ -39,6 +39,12 @@ run "00 pingpong" "MPI latency and bandwidth between two ranks" \
     $mpirun_cmd -np 2 $build/00-setup/pingpong
 run "01 matvec" "serial y = Ax, naive and fast, against STREAM" \
     $build/01-serial-matvec/matvec
+# shellcheck disable=SC2086
+run "02 rows" "y = Ax with the rows of A split over 2 MPI ranks" \
+    $mpirun_cmd -np 2 $build/02-mpi-matvec/matvec_mpi
+# shellcheck disable=SC2086
+run "02 columns" "the columns split instead, y combined by reduce-scatter" \
+    $mpirun_cmd -np 2 $build/02-mpi-matvec/matvec_mpi --columns
 
 echo "== summary"
 failed=0

@@ -5,9 +5,11 @@
  * rank computed, held and sent. You do not need to change this file.
  *
  *   mpirun -np 4 build/student/02-mpi-matvec/matvec_mpi --m 4096 --n 4096 */
+#define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -262,6 +264,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "matvec_mpi: more ranks (%d) than %s (%zu): some "
                     "ranks would have nothing to do; use at most %zu ranks\n",
                     c.ranks, c.columns ? "columns" : "rows", split, split);
+        mpi_exit_all(2);
+    }
+
+    /* A report folder that cannot be written is bad input too: found now,
+     * not after the work is done. */
+    int unwritable = c.out != NULL && access(c.out, W_OK) != 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &unwritable, 1, MPI_INT, MPI_MAX,
+                            MPI_COMM_WORLD));
+    if (unwritable) {
+        if (c.rank == 0)
+            fprintf(stderr, "matvec_mpi: --out: cannot write to '%s'\n",
+                    c.out);
         mpi_exit_all(2);
     }
 

@@ -148,6 +148,39 @@ START_TEST(pingpong_measures)
 }
 END_TEST
 
+/* Lesson 02's driver under mpirun: bad input ends every rank with status
+ * 2, the message once. */
+static const struct {
+    int ranks;
+    const char *args[4];
+    const char *says;
+} mpi_cases[] = {
+    { 4, { "--m", "3" }, "matvec_mpi: more ranks (4) than rows (3)" },
+    { 3, { "--n", "2", "--columns" }, "matvec_mpi: more ranks (3) than columns (2)" },
+    { 2, { "--m", "0" }, "matvec_mpi: --m must be from 1 to" },
+    { 2, { "--n", "-1" }, "matvec_mpi: --n needs a whole number, got '-1'" },
+    { 2, { "--rows", "5" }, "matvec_mpi: unknown flag '--rows'" },
+    { 2, { "--out", "" }, "matvec_mpi: --out needs a value" },
+    { 2, { "--out", "/nonexistent/folder" }, "matvec_mpi: --out: cannot write to '/nonexistent/folder'" },
+};
+enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };
+
+START_TEST(mpi_driver_rejects_bad_input)
+{
+    char *args[5] = { NULL };
+    for (int k = 0; k < 4 && mpi_cases[_i].args[k] != NULL; k++)
+        args[k] = (char *)mpi_cases[_i].args[k];
+    run_result r = harness_run_mpi("02-mpi-matvec", "matvec_mpi",
+                                   mpi_cases[_i].ranks, args, NULL, 30);
+    ck_assert_msg(!r.timed_out && r.signal == 0, "matvec_mpi hung or crashed");
+    ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
+                  r.exit_status, r.err);
+    ck_assert_msg(occurrences(r.err, mpi_cases[_i].says) == 1, "expected "
+                  "\"%s\" once, from rank 0: %s", mpi_cases[_i].says, r.err);
+    run_result_free(&r);
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     static char names[case_count][128];
@@ -165,5 +198,17 @@ Suite *lesson_suite(void)
                 pingpong_wrong_rank_count_ends_every_rank, 0, 40);
     harness_add(suite, "pingpong measures latency and bandwidth",
                 pingpong_measures, 0, 40);
+    static char mpi_names[mpi_case_count][128];
+    for (int k = 0; k < mpi_case_count; k++) {
+        int used = snprintf(mpi_names[k], sizeof mpi_names[k],
+                            "mpi bad input: matvec_mpi on %d ranks",
+                            mpi_cases[k].ranks);
+        for (int a = 0; a < 4 && mpi_cases[k].args[a] != NULL; a++)
+            used += snprintf(mpi_names[k] + used,
+                             sizeof mpi_names[k] - (size_t)used, " %s",
+                             mpi_cases[k].args[a][0] ? mpi_cases[k].args[a]
+                                                     : "''");
+        harness_add(suite, mpi_names[k], mpi_driver_rejects_bad_input, k, 40);
+    }
     return suite;
 }

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Lesson 02's benchmark: strong scaling of the row split, P = 1 and 2 ranks
+# on the same 8192 x 8192 matrix (512 MiB), the time split into computing
+# and communicating. Runs of P = 1 and P = 2 alternate (a busy neighbour
+# slows both alike); each run reports the medians of its repetitions, as
+# the slowest rank saw them; the median over runs is reported.
+# Writes rows to $ZZ_BENCH_CSV. Run by make bench.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mpirun_cmd=${ZZ_MPIRUN:-mpirun}
+program=build/solution/02-mpi-matvec/matvec_mpi
+runs=${BENCH_RUNS:-5}
+size=8192
+log=build/bench/bench_02.log
+: > "$log"
+for ((run = 0; run < runs; run++)); do
+    for ranks in 1 2; do
+        # shellcheck disable=SC2086  # ZZ_MPIRUN is a command line
+        $mpirun_cmd -np $ranks --bind-to core $program --m $size --n $size \
+            --reps 10 | grep '^summary:' >> "$log"
+    done
+done
+# Medians per rank count, then the table, the CSV rows and the target.
+awk -v csv="${ZZ_BENCH_CSV:-/dev/null}" -v size="${size}x${size}" '
+    function median(list, n,    sorted, i, j, t) {
+        for (i = 1; i <= n; i++) sorted[i] = list[i]
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+            if (sorted[j] < sorted[i]) { t = sorted[i]; sorted[i] = sorted[j]; sorted[j] = t }
+        return n % 2 ? sorted[(n + 1) / 2] : (sorted[n / 2] + sorted[n / 2 + 1]) / 2
+    }
+    {
+        for (f = 2; f <= NF; f++) { split($f, kv, "="); value[kv[1]] = kv[2] }
+        p = value["ranks"]; count[p]++
+        total[p, count[p]] = value["total_ms"]
+        compute[p, count[p]] = value["compute_ms"]
+        comm[p, count[p]] = value["comm_ms"]
+    }
+    END {
+        for (p = 1; p <= 2; p++) {
+            n = count[p]
+            for (i = 1; i <= n; i++) { t[i] = total[p, i]; c[i] = compute[p, i]; m[i] = comm[p, i] }
+            T[p] = median(t, n); C[p] = median(c, n); M[p] = median(m, n)
+        }
+        printf "lesson 02: row split, A %s, medians of %d alternating runs\n", size, count[1]
+        printf "  ranks  total (ms)  compute (ms)  communicate (ms)  speedup  efficiency\n"
+        for (p = 1; p <= 2; p++)
+            printf "  %5d  %10.3f  %12.3f  %16.3f  %7.2f  %10.2f\n", p, T[p], C[p], M[p], T[1] / T[p], T[1] / T[p] / p
+        printf "targets: parallel efficiency at P = 2 >= 0.8: %.2f\n", T[1] / T[2] / 2
+        for (p = 1; p <= 2; p++) {
+            printf "02,rows,%s,1,%d,total_time,%.6g,ms,%s,%s\n", size, p, T[p], p == 1 ? "" : "rows_p1", p == 1 ? "" : sprintf("%.3f", T[p] / T[1]) >> csv
+            printf "02,rows,%s,1,%d,compute_time,%.6g,ms,,\n", size, p, C[p] >> csv
+            printf "02,rows,%s,1,%d,comm_time,%.6g,ms,,\n", size, p, M[p] >> csv
+        }
+        printf "02,rows,%s,1,2,parallel_efficiency,%.6g,,rows_p1,%.3f\n", size, T[1] / T[2] / 2, T[1] / T[2] / 2 >> csv
+    }' "$log"
