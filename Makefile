@@ -112,7 +112,7 @@ endef
 # files and expected.txt (which tests must fail, and with what words). A
 # fixture build takes its files from there, the other edited files from
 # solutions/, the rest from lessons/, and links the solution's test objects.
-FIXTURES := $(patsubst tests/fixtures/%/expected.txt,%,$(wildcard tests/fixtures/*/*/expected.txt))
+FIXTURES := $(filter $(addsuffix /%,$(LESSONS)),$(patsubst tests/fixtures/%/expected.txt,%,$(wildcard tests/fixtures/*/*/expected.txt)))
 # $(1): lesson, $(2): fixture name
 define fixture_rules
 SHARED_fixture/$(1)/$(2) := solution

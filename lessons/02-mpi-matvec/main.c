@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
 #include <mpi.h>
 
 #include "check_mpi.h"
@@ -37,21 +39,56 @@ typedef struct {
 
 /* What one rank ends with: its block of y and where it sits in y. */
 typedef struct {
+    unsigned long long peak_before;  /* peak resident bytes before TODO 2 */
     double *y;          /* rows: all of y (m); columns: my block of rows */
     size_t y_offset, y_count;
     double compute_s, comm_s;  /* medians over the timed repetitions */
 } run_result;
 
-/* Stops every rank when a student function breaks a promise that the rest
- * of the driver relies on (a range outside the matrix would crash it). */
-static void check_range(const run_config *c, const char *what, size_t begin,
-                        size_t end, size_t total)
+/* The blocks of rows_of_rank must tile [0, total) in rank order: the rest
+ * of the driver relies on it, so it is checked first, by every rank alike
+ * (no communication needed), and a broken partition stops every rank with
+ * a message that says what is wrong. */
+static void check_partition(const run_config *c, size_t total,
+                            const char *items)
 {
-    if (begin <= end && end <= total)
-        return;
-    fprintf(stderr, "matvec_mpi: rank %d: rows_of_rank gave %s [%zu, %zu), "
-            "outside [0, %zu) (TODO 1)\n", c->rank, what, begin, end, total);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    size_t next = 0;
+    for (int r = 0; r < c->ranks; r++) {
+        size_t begin, end;
+        rows_of_rank(total, c->ranks, r, &begin, &end);
+        if (begin != next || end < begin || end > total) {
+            if (c->rank == 0)
+                fprintf(stderr, "matvec_mpi: rows_of_rank(%zu, %d, %d) gives "
+                        "[%zu, %zu), but rank %d's %s should start at %zu "
+                        "and end by %zu: the blocks must tile [0, %zu) in "
+                        "rank order (TODO 1)\n", total, c->ranks, r, begin,
+                        end, r, items, next, total, total);
+            mpi_exit_all(1);
+        }
+        next = end;
+    }
+    if (next != total) {
+        if (c->rank == 0)
+            fprintf(stderr, "matvec_mpi: rows_of_rank's blocks end at %zu, so "
+                    "%s %zu..%zu belong to no rank (TODO 1)\n", next, items,
+                    next, total - 1);
+        mpi_exit_all(1);
+    }
+}
+
+/* The most memory this process has held so far, in bytes (its peak
+ * resident set). The memory ledger sees only what goes through
+ * matrix_alloc; this sees everything, however it was allocated. */
+static unsigned long long peak_resident_bytes(void)
+{
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) != 0)
+        return 0;
+#ifdef __APPLE__
+    return (unsigned long long)usage.ru_maxrss;          /* bytes */
+#else
+    return (unsigned long long)usage.ru_maxrss * 1024u;  /* KiB */
+#endif
 }
 
 /* Writes this rank's report: its blocks, the memory and communication
@@ -68,6 +105,9 @@ static void write_report(const run_config *c, const run_result *r,
             c->columns ? "columns" : "rows", c->ranks,
             c->columns ? "columns" : "rows", begin, end, r->y_offset,
             r->y_count);
+    unsigned long long peak = peak_resident_bytes();
+    fprintf(report, "peak_growth %llu\n",
+            peak > r->peak_before ? peak - r->peak_before : 0);
     memory_ledger_write(report);
     comm_ledger_write(report);
     fclose(report);
@@ -82,11 +122,12 @@ static run_result run_rows(const run_config *c)
     size_t begin, end;
 
     steps_enter("TODO 1: rows_of_rank");
+    check_partition(c, c->m, "rows");
     rows_of_rank(c->m, c->ranks, c->rank, &begin, &end);
-    check_range(c, "rows", begin, end, c->m);
     size_t my_rows = end - begin;
 
     steps_enter("TODO 2: generate_my_rows");
+    r.peak_before = peak_resident_bytes();
     double *A = generate_my_rows(c->n, begin, end, c->seed);
     double *x = vector_alloc(c->n, "x");
     if (c->rank == 0)
@@ -158,13 +199,14 @@ static run_result run_columns(const run_config *c)
     size_t begin, end, row_begin, row_end;
 
     steps_enter("TODO 1: rows_of_rank (over columns)");
+    check_partition(c, c->n, "columns");
+    check_partition(c, c->m, "rows");
     rows_of_rank(c->n, c->ranks, c->rank, &begin, &end);
-    check_range(c, "columns", begin, end, c->n);
     rows_of_rank(c->m, c->ranks, c->rank, &row_begin, &row_end);
-    check_range(c, "rows", row_begin, row_end, c->m);
     size_t width = end - begin;
 
     steps_enter("TODO 5: generate_my_columns");
+    r.peak_before = peak_resident_bytes();
     double *A = generate_my_columns(c->m, begin, end, c->seed);
     /* My slice of x: the entries that meet my columns. */
     double *x_slice = vector_alloc(width, "my slice of x");

@@ -61,6 +61,13 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Allreduce(a, b, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Gatherv(a, counts[rank], MPI_DOUBLE, b, counts, displs,
                           MPI_DOUBLE, 2, MPI_COMM_WORLD));
+    /* A non-blocking broadcast from rank 1, and one double to each peer. */
+    MPI_Request request;
+    MPI_CHECK(MPI_Ibcast(a, N, MPI_DOUBLE, 1, MPI_COMM_WORLD, &request));
+    MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    int ones[3] = { 1, 1, 1 }, offsets[3] = { 0, 1, 2 };
+    MPI_CHECK(MPI_Alltoallv(a, ones, offsets, MPI_DOUBLE, b, ones, offsets,
+                            MPI_DOUBLE, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
     char path[4096];

@@ -15,14 +15,70 @@
 
 #include "timer.h"
 
+/* A test passes only if it runs to its end. Check's fork mode counts a
+ * child that calls exit(0) halfway as passed, so each test also leaves a
+ * mark when it finishes: the checked teardown (run in the test's process,
+ * after the test body) writes the test's number to a file that the runner
+ * opened before the run. The number comes from the unchecked setup, which
+ * Check runs in the runner's own process before forking each test case. */
+static int completion_fd = -1;
+static int current_test = -1;
+static int registered_tests;
+enum { MAX_TESTS = 1024 };
+static bool marks_expected[MAX_TESTS];
+
+static void count_test_case(void)
+{
+    current_test++;
+}
+
+static void mark_test_completed(void)
+{
+    char line[32];
+    int length = snprintf(line, sizeof line, "%d\n", current_test);
+    if (completion_fd >= 0 && write(completion_fd, line, (size_t)length) < 0)
+        _exit(1);
+}
+
+void harness_record_completions(int fd)
+{
+    completion_fd = fd;
+}
+
+int harness_test_count(void)
+{
+    return registered_tests;
+}
+
+bool harness_expects_mark(int test)
+{
+    return test >= 0 && test < MAX_TESTS && marks_expected[test];
+}
+
 /* Check keeps the names it is given; these live as long as the suite. */
 void harness_add(Suite *suite, const char *name, const TTest *test, int index,
                  double timeout_s)
 {
     TCase *tcase = tcase_create(name);
+    tcase_add_unchecked_fixture(tcase, count_test_case, NULL);
+    tcase_add_checked_fixture(tcase, NULL, mark_test_completed);
     tcase_add_loop_test(tcase, test, index, index + 1);
     tcase_set_timeout(tcase, timeout_s);
     suite_add_tcase(suite, tcase);
+    if (registered_tests < MAX_TESTS)
+        marks_expected[registered_tests] = true;
+    registered_tests++;
+}
+
+void harness_add_exit(Suite *suite, const char *name, const TTest *test,
+                      int status, double timeout_s)
+{
+    TCase *tcase = tcase_create(name);
+    tcase_add_unchecked_fixture(tcase, count_test_case, NULL);
+    tcase_add_exit_test(tcase, test, status);
+    tcase_set_timeout(tcase, timeout_s);
+    suite_add_tcase(suite, tcase);
+    registered_tests++; /* it ends by exiting: no mark expected */
 }
 
 static void sleep_seconds(double seconds)
@@ -48,6 +104,46 @@ static char *slurp(FILE *file)
     return text;
 }
 
+/* Sends `signal` to every process in session `session`: the program and
+ * all it started. Open MPI puts each rank in a process group of its own,
+ * so killing mpirun's group is not enough; the session holds them all.
+ * Reads /proc (Linux); elsewhere only the leader's group is signalled. */
+static int signal_session(pid_t session, int signal)
+{
+    int signalled = 0;
+    kill(-session, signal);
+    DIR *proc = opendir("/proc");
+    struct dirent *entry;
+    while (proc != NULL && (entry = readdir(proc)) != NULL) {
+        char path[300], stat_line[1024];
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
+        FILE *file = fopen(path, "r");
+        if (file == NULL)
+            continue;
+        size_t length = fread(stat_line, 1, sizeof stat_line - 1, file);
+        fclose(file);
+        stat_line[length] = '\0';
+        /* "pid (name) state ppid pgrp session ...": the name may hold
+         * spaces and parentheses, so read from the last ')'. */
+        const char *after_name = strrchr(stat_line, ')');
+        char state;
+        int parent, group, its_session;
+        if (after_name == NULL ||
+            sscanf(after_name + 1, " %c %d %d %d", &state, &parent, &group,
+                   &its_session) != 4)
+            continue;
+        if (its_session == (int)session && state != 'Z') {
+            kill((pid_t)atoi(entry->d_name), signal);
+            signalled++;
+        }
+    }
+    if (proc != NULL)
+        closedir(proc);
+    return signalled;
+}
+
 run_result harness_run(char *const argv[], char *const env[],
                        double timeout_s)
 {
@@ -65,7 +161,9 @@ run_result harness_run(char *const argv[], char *const env[],
     child = fork();
     ck_assert_msg(child >= 0, "harness: fork: %s", strerror(errno));
     if (child == 0) {
-        setpgid(0, 0);
+        /* A session of its own: everything the program starts stays in
+         * it, whatever process groups they make. */
+        setsid();
         dup2(fileno(out), STDOUT_FILENO);
         dup2(fileno(err), STDERR_FILENO);
         for (size_t k = 0; env != NULL && env[k] != NULL; k++)
@@ -75,27 +173,27 @@ run_result harness_run(char *const argv[], char *const env[],
                 strerror(errno));
         _exit(127);
     }
-    /* Both sides set the group, so no signal can miss it whoever runs
-     * first. */
-    setpgid(child, child);
-
     for (;;) {
         pid_t done = waitpid(child, &status, WNOHANG);
         if (done == child)
             break;
         if (timer_now() - start > timeout_s) {
             result.timed_out = true;
-            kill(-child, SIGTERM);
+            signal_session(child, SIGTERM);
             sleep_seconds(1.0);
-            kill(-child, SIGKILL);
+            signal_session(child, SIGKILL);
             waitpid(child, &status, 0);
             break;
         }
         sleep_seconds(0.005);
     }
-    /* Whatever the group still holds (a rank that ignored SIGTERM, a
-     * daemonised grandchild) goes too. */
-    kill(-child, SIGKILL);
+    /* Whatever the session still holds (a rank that ignored SIGTERM, a
+     * process left running in the background) goes too, and is counted:
+     * a program must not leave processes behind. Killed processes may
+     * take a moment to go. */
+    result.strays = signal_session(child, SIGKILL);
+    for (int wait = 0; wait < 100 && signal_session(child, 0) > 0; wait++)
+        sleep_seconds(0.01);
 
     result.seconds = timer_now() - start;
     result.started = !(WIFEXITED(status) && WEXITSTATUS(status) == 127);
@@ -167,44 +265,39 @@ static char *describe_steps(const char *dir, int ranks)
     return text;
 }
 
-static void remove_folder(const char *dir, int ranks)
+/* Removes the run's folder: the steps files, and anything else, which can
+ * only be shared-memory files that the run's ranks failed to remove.
+ * Returns how many of those there were. */
+static int remove_folder(const char *dir, int ranks)
 {
+    int leftovers = 0;
     for (int r = 0; r < ranks; r++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/rank-%d", dir, r);
         unlink(path);
     }
+    DIR *folder = opendir(dir);
+    struct dirent *entry;
+    while (folder != NULL && (entry = readdir(folder)) != NULL) {
+        char path[4096];
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
+        if (unlink(path) == 0)
+            leftovers++;
+    }
+    if (folder != NULL)
+        closedir(folder);
     rmdir(dir);
+    return leftovers;
 }
 
-/* Open MPI's shared-memory segments: files in /dev/shm that ranks remove
- * as they finish, and that stay behind when a rank is killed. */
+/* Open MPI's shared-memory segments in /dev/shm, where they go unless a
+ * run says otherwise. */
 static bool is_mpi_segment(const char *name)
 {
     return strncmp(name, "vader_segment.", 14) == 0 ||
            strncmp(name, "sm_segment.", 11) == 0;
-}
-
-/* Removes the segments that did not exist before the run. */
-static void remove_new_segments(char **before, size_t before_count)
-{
-    DIR *shm = opendir("/dev/shm");
-    struct dirent *entry;
-    if (shm == NULL)
-        return;
-    while ((entry = readdir(shm)) != NULL) {
-        bool old = false;
-        if (!is_mpi_segment(entry->d_name))
-            continue;
-        for (size_t k = 0; k < before_count && !old; k++)
-            old = strcmp(before[k], entry->d_name) == 0;
-        if (!old) {
-            char path[4096];
-            snprintf(path, sizeof path, "/dev/shm/%s", entry->d_name);
-            unlink(path);
-        }
-    }
-    closedir(shm);
 }
 
 size_t harness_mpi_segments(char ***names)
@@ -276,9 +369,14 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     char steps_dir[] = "/tmp/zz-steps-XXXXXX";
     ck_assert_msg(mkdtemp(steps_dir) != NULL, "harness: mkdtemp: %s",
                   strerror(errno));
-    char steps_setting[64];
+    char steps_setting[64], segments_setting[96];
     snprintf(steps_setting, sizeof steps_setting, "ZZ_STEPS_DIR=%s",
              steps_dir);
+    /* Open MPI's shared-memory files go into this run's own folder, so
+     * that what a killed run leaves behind can be found and removed
+     * without touching any other job's. */
+    snprintf(segments_setting, sizeof segments_setting,
+             "OMPI_MCA_btl_vader_backing_directory=%s", steps_dir);
 
     /* MPI libraries allocate in plugins they unload at exit, which a leak
      * checker cannot tell from a leak; under AddressSanitizer, MPI programs
@@ -288,26 +386,21 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     mpi_env[env_count++] = "ASAN_OPTIONS=detect_leaks=0:"
                            "allocator_may_return_null=1";
     mpi_env[env_count++] = steps_setting;
+    mpi_env[env_count++] = segments_setting;
     for (size_t k = 0; env != NULL && env[k] != NULL && env_count < max_env - 1;
          k++)
         mpi_env[env_count++] = env[k];
     mpi_env[env_count] = NULL;
 
-    char **segments_before;
-    size_t segments_count = harness_mpi_segments(&segments_before);
     run_result result = harness_run(argv, mpi_env, timeout_s);
-    if (result.timed_out || result.signal != 0 || result.exit_status != 0) {
-        /* Open MPI's mpirun ends a run at its --timeout with a non-zero
-         * exit and this message. */
-        if (strstr(result.err, "time limit for job execution has been "
-                   "reached") != NULL)
-            result.timed_out = true;
-        if (result.timed_out)
-            result.where = describe_steps(steps_dir, ranks);
-        remove_new_segments(segments_before, segments_count);
-    }
-    harness_free_names(segments_before, segments_count);
-    remove_folder(steps_dir, ranks);
+    /* Open MPI's mpirun ends a run at its --timeout with a non-zero exit
+     * and this message. */
+    if (strstr(result.err, "time limit for job execution has been reached")
+        != NULL)
+        result.timed_out = true;
+    if (result.timed_out)
+        result.where = describe_steps(steps_dir, ranks);
+    result.leftovers = remove_folder(steps_dir, ranks);
     return result;
 }
 
@@ -396,16 +489,23 @@ static const char *not_started_line(const char *err, char *line, size_t len)
     return line;
 }
 
-/* The last line of the program's error output, for the failure message. */
-static void last_line(const char *text, char *line, size_t len)
+/* The program's own first line of error output, for the failure message:
+ * not a line of the banners that mpirun draws between dashes, nor a
+ * sanitizer's "==PID==" line. */
+static void first_own_line(const char *text, char *line, size_t len)
 {
-    size_t n = strlen(text);
-    while (n > 0 && text[n - 1] == '\n')
-        n--;
-    size_t begin = n;
-    while (begin > 0 && text[begin - 1] != '\n')
-        begin--;
-    snprintf(line, len, "%.*s", (int)(n - begin), text + begin);
+    bool in_banner = false;
+    line[0] = '\0';
+    for (const char *at = text; *at;) {
+        size_t n = strcspn(at, "\n");
+        if (strncmp(at, "-----", 5) == 0)
+            in_banner = !in_banner;
+        else if (!in_banner && n > 0 && at[0] != '=' && at[0] != ' ') {
+            snprintf(line, len, "%.*s", (int)n, at);
+            return;
+        }
+        at += n + (at[n] == '\n');
+    }
 }
 
 void harness_expect_success(const run_result *result, const char *what)
@@ -424,8 +524,13 @@ void harness_expect_success(const run_result *result, const char *what)
                      "deadlock?", what, result->seconds);
     if (result->signal != 0)
         ck_abort_msg("%s crashed: %s", what, strsignal(result->signal));
+    if (result->exit_status == 0 && result->strays > 0)
+        ck_abort_msg("%s ended but left %d process%s running; the harness "
+                     "killed %s. A program must wait for what it starts.",
+                     what, result->strays, result->strays == 1 ? "" : "es",
+                     result->strays == 1 ? "it" : "them");
     if (result->exit_status != 0) {
-        last_line(result->err, line, sizeof line);
+        first_own_line(result->err, line, sizeof line);
         ck_abort_msg("%s failed with exit status %d%s%s", what,
                      result->exit_status, line[0] ? ": " : "", line);
     }

@@ -23,6 +23,19 @@ Suite *lesson_suite(void);
 void harness_add(Suite *suite, const char *name, const TTest *test, int index,
                  double timeout_s);
 
+/* For the runner: each test that runs to its end writes its number (0, 1,
+ * ... in the order harness_add registered them) and a newline to `fd`. A
+ * test that Check reports as passed without that line ended its process
+ * early, and the runner fails it. */
+void harness_record_completions(int fd);
+int harness_test_count(void);
+bool harness_expects_mark(int test);
+
+/* Adds a test that passes when its process exits with `status` (a nonzero
+ * status: exit(0) halfway must never pass). */
+void harness_add_exit(Suite *suite, const char *name, const TTest *test,
+                      int status, double timeout_s);
+
 /* Fails the test unless `c` found every element right. The message names the
  * element, expected and got, the errors, and ends with `hint`, which should
  * name the lesson's TODO. */
@@ -50,12 +63,17 @@ typedef struct {
     char *where;       /* MPI runs that timed out: where each rank was, as
                           its steps file said ("rank 0: TODO 3 ..., in
                           MPI_Bcast; ..."); else NULL */
+    int strays;        /* processes still running when the program ended
+                          (the harness killed them) */
+    int leftovers;     /* MPI runs: shared-memory files the ranks left
+                          behind (the harness removed them) */
 } run_result;
 
-/* Runs argv (argv[0] searched in PATH) in its own process group with `env`
+/* Runs argv (argv[0] searched in PATH) in a session of its own with `env`
  * (NAME=VALUE strings, NULL-terminated, may be NULL) added to the
- * environment. After timeout_s the whole group is killed, so no child or
- * grandchild outlives the test. */
+ * environment. After timeout_s every process of the session is killed, and
+ * so is any still running when the program ends: no child or grandchild
+ * outlives the test. */
 run_result harness_run(char *const argv[], char *const env[],
                        double timeout_s);
 void run_result_free(run_result *result);
@@ -70,8 +88,9 @@ const char *harness_program(const char *lesson, const char *program);
  * time limit a little below the harness's, so that mpirun cleans up its ranks
  * itself. `args` is NULL-terminated, may be NULL. Each rank reports its steps
  * (common/steps.h) into a fresh folder; if the run times out, result.where
- * says where every rank was, and shared-memory files that the killed ranks
- * left behind are removed. */
+ * says where every rank was. Open MPI's shared-memory files go to the same
+ * folder; any that the ranks leave behind are counted in result.leftovers
+ * and removed. */
 run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            char *const args[], char *const env[],
                            double timeout_s);
@@ -99,8 +118,8 @@ void harness_read_doubles(const char *dir, const char *name, int rank,
                           double *values, size_t count);
 
 /* Open MPI's shared-memory files now in /dev/shm (names malloc'd; free
- * with harness_free_names). A test compares them before and after a run to
- * prove that nothing was left behind. */
+ * with harness_free_names). Runs through harness_run_mpi put theirs in a
+ * folder of their own instead; a test uses this to prove that. */
 size_t harness_mpi_segments(char ***names);
 void harness_free_names(char **names, size_t count);
 

@@ -10,10 +10,15 @@
  *          "fails: TEST | WORDS" or "passes: TEST", must hold for every
  *          test whose name starts with TEST; WORDS must appear in the
  *          failure message
- *   --tally FILE   appends "passed failed skipped" for the closing summary
+ *   --tally FILE     appends "passed failed skipped title" for the summary
+ *   --results FILE   writes one line per test for the grader:
+ *                    "OUTCOME<TAB>NAME<TAB>MESSAGE", OUTCOME one of pass,
+ *                    fail, todo, skip
  *
  * Every test runs in its own forked process with a time limit (Check's fork
- * mode), so a crash or an endless loop fails that test and the rest go on. */
+ * mode), so a crash or an endless loop fails that test and the rest go on.
+ * Verdicts come from Check's records and the harness's completion marks,
+ * never from anything the code under test prints. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <stdio.h>
@@ -27,17 +32,16 @@ typedef enum { MODE_STUDENT, MODE_SOLUTION, MODE_SKELETON, MODE_FIXTURE } run_mo
 typedef enum { OUTCOME_PASSED, OUTCOME_FAILED, OUTCOME_NOT_STARTED,
                OUTCOME_SKIPPED } outcome;
 
-static outcome classify(TestResult *result)
-{
-    const char *message = tr_msg(result);
-    if (tr_rtype(result) == CK_PASS)
-        return OUTCOME_PASSED;
-    if (message != NULL && strncmp(message, "not started", 11) == 0)
-        return OUTCOME_NOT_STARTED;
-    if (message != NULL && strncmp(message, "skipped", 7) == 0)
-        return OUTCOME_SKIPPED;
-    return OUTCOME_FAILED;
-}
+static const char *const outcome_words[] = { "pass", "fail", "todo", "skip" };
+
+/* One test's result, as the runner judges it. */
+typedef struct {
+    const char *name;
+    outcome what;
+    char text[1024];    /* why it did not pass, for a person */
+    const char *file;   /* where the failure was raised */
+    int line;
+} verdict;
 
 /* Check's words for a test that died, in words that point at a cause. */
 static void explain(TestResult *result, char *text, size_t len)
@@ -60,11 +64,44 @@ static void explain(TestResult *result, char *text, size_t len)
         snprintf(text, len, "%s", message);
 }
 
-static void usage(void)
+/* Which tests ran to their end: the numbers the tests wrote (see
+ * harness_record_completions). */
+static bool *read_completions(FILE *file, int count)
 {
-    fprintf(stderr, "usage: runner --title TEXT [--mode student|solution|"
-            "skeleton|fixture] [--expect FILE] [--tally FILE]\n");
-    exit(2);
+    bool *completed = calloc((size_t)count + 1, sizeof *completed);
+    int test;
+    if (completed == NULL) {
+        perror("runner");
+        exit(2);
+    }
+    rewind(file);
+    while (fscanf(file, "%d", &test) == 1)
+        if (test >= 0 && test < count)
+            completed[test] = true;
+    return completed;
+}
+
+static verdict judge(TestResult *result, int index, const bool *completed)
+{
+    verdict v = { .name = tr_tcname(result), .file = tr_lfile(result),
+                  .line = tr_lno(result) };
+    const char *message = tr_msg(result) ? tr_msg(result) : "";
+    explain(result, v.text, sizeof v.text);
+    if (tr_rtype(result) != CK_PASS)
+        v.what = strncmp(message, "not started", 11) == 0 ? OUTCOME_NOT_STARTED
+                 : strncmp(message, "skipped", 7) == 0    ? OUTCOME_SKIPPED
+                                                          : OUTCOME_FAILED;
+    else if (harness_expects_mark(index) && !completed[index]) {
+        /* Check counts a process that exited with 0 as a pass. */
+        v.what = OUTCOME_FAILED;
+        snprintf(v.text, sizeof v.text, "the test's process ended before the "
+                 "test did (exit() in the middle of it?): a test passes only "
+                 "when it runs to its end");
+    } else {
+        v.what = OUTCOME_PASSED;
+        v.text[0] = '\0';
+    }
+    return v;
 }
 
 /* Trims spaces at both ends, in place. */
@@ -79,9 +116,9 @@ static char *trim(char *text)
     return text;
 }
 
-/* Checks a fixture's expectations against the results; prints one line per
+/* Checks a fixture's expectations against the verdicts; prints one line per
  * expectation and counts them into *met and *unmet. */
-static void check_expectations(const char *path, TestResult **results,
+static void check_expectations(const char *path, const verdict *verdicts,
                                int count, int *met, int *unmet)
 {
     FILE *file = fopen(path, "r");
@@ -111,23 +148,24 @@ static void check_expectations(const char *path, TestResult **results,
         const char *problem = NULL;
         char detail[1200] = "";
         for (int k = 0; k < count && problem == NULL; k++) {
-            if (strncmp(tr_tcname(results[k]), name, strlen(name)) != 0)
+            const verdict *v = &verdicts[k];
+            if (strncmp(v->name, name, strlen(name)) != 0)
                 continue;
             matched++;
-            bool failed = classify(results[k]) != OUTCOME_PASSED;
-            const char *message = tr_msg(results[k]) ? tr_msg(results[k]) : "";
+            bool failed = v->what != OUTCOME_PASSED;
             if (must_fail && !failed)
                 problem = "passed, but this broken submission must fail it";
             else if (!must_fail && failed)
                 problem = "failed, but it should pass";
             else if (must_fail && words != NULL && words[0] != '\0' &&
-                     strstr(message, words) == NULL) {
+                     strstr(v->text, words) == NULL) {
                 problem = "failed without naming the problem";
                 snprintf(detail, sizeof detail, "; wanted \"%s\" in: %s",
-                         words, message);
+                         words, v->text);
             }
             if (problem != NULL && detail[0] == '\0')
-                snprintf(detail, sizeof detail, " (%s)", tr_tcname(results[k]));
+                snprintf(detail, sizeof detail, " (%s: %s)", v->name,
+                         v->text);
         }
         if (matched == 0)
             problem = "no test has this name";
@@ -144,12 +182,37 @@ static void check_expectations(const char *path, TestResult **results,
     fclose(file);
 }
 
+/* One line per test; tabs and newlines in messages become spaces. */
+static int write_results(const char *path, const verdict *verdicts, int count)
+{
+    FILE *file = fopen(path, "w");
+    if (file == NULL) {
+        perror(path);
+        return -1;
+    }
+    for (int k = 0; k < count; k++) {
+        fprintf(file, "%s\t%s\t", outcome_words[verdicts[k].what],
+                verdicts[k].name);
+        for (const char *c = verdicts[k].text; *c; c++)
+            fputc(*c == '\t' || *c == '\n' || *c == '\r' ? ' ' : *c, file);
+        fputc('\n', file);
+    }
+    return fclose(file) == 0 ? 0 : -1;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: runner --title TEXT [--mode student|solution|"
+            "skeleton|fixture] [--expect FILE] [--tally FILE] [--results "
+            "FILE]\n");
+    exit(2);
+}
+
 int main(int argc, char **argv)
 {
     const char *title = "tests", *tally_path = NULL, *expect_path = NULL;
+    const char *results_path = NULL;
     run_mode mode = MODE_STUDENT;
-    int passed = 0, failed = 0, skipped = 0, not_started = 0;
-    int wrongly_passed = 0;
 
     for (int k = 1; k < argc; k++) {
         if (strcmp(argv[k], "--title") == 0 && k + 1 < argc)
@@ -158,6 +221,8 @@ int main(int argc, char **argv)
             tally_path = argv[++k];
         else if (strcmp(argv[k], "--expect") == 0 && k + 1 < argc)
             expect_path = argv[++k];
+        else if (strcmp(argv[k], "--results") == 0 && k + 1 < argc)
+            results_path = argv[++k];
         else if (strcmp(argv[k], "--mode") == 0 && k + 1 < argc) {
             const char *name = argv[++k];
             if (strcmp(name, "student") == 0)
@@ -173,96 +238,104 @@ int main(int argc, char **argv)
         } else
             usage();
     }
+    if (mode == MODE_FIXTURE && expect_path == NULL)
+        usage();
 
-    SRunner *runner = srunner_create(lesson_suite());
+    Suite *suite = lesson_suite();
+    FILE *completions = tmpfile();
+    if (completions == NULL) {
+        perror("runner: tmpfile");
+        return 2;
+    }
+    harness_record_completions(fileno(completions));
+    SRunner *runner = srunner_create(suite);
     srunner_set_fork_status(runner, CK_FORK);
     srunner_run_all(runner, CK_SILENT);
 
     int count = srunner_ntests_run(runner);
     TestResult **results = srunner_results(runner);
+    bool *completed = read_completions(completions, harness_test_count());
+    verdict *verdicts = calloc((size_t)count + 1, sizeof *verdicts);
+    if (verdicts == NULL) {
+        perror("runner");
+        return 2;
+    }
+    for (int k = 0; k < count; k++)
+        verdicts[k] = judge(results[k], k, completed);
+
+    int passed = 0, failed = 0, skipped = 0, not_started = 0;
     printf("%s%s\n", title, mode == MODE_SKELETON
            ? " (untouched skeleton: every test must fail)"
            : mode == MODE_FIXTURE ? " (a broken submission: the tests must "
              "catch it)" : "");
     if (mode == MODE_FIXTURE) {
-        int met = 0, unmet = 0;
-        if (expect_path == NULL)
-            usage();
-        check_expectations(expect_path, results, count, &met, &unmet);
-        passed = met;
-        failed = unmet;
-        count = 0; /* the per-test marks are not the point here */
-    }
-    for (int k = 0; k < count; k++) {
-        TestResult *result = results[k];
-        char text[1024];
-        outcome what = classify(result);
-        explain(result, text, sizeof text);
-        if (mode == MODE_SKELETON) {
-            /* Here a failure is the expected outcome. */
-            if (what == OUTCOME_PASSED) {
-                wrongly_passed++;
+        check_expectations(expect_path, verdicts, count, &passed, &failed);
+        printf("  %d of %d expectations hold\n", passed, passed + failed);
+    } else if (mode == MODE_SKELETON) {
+        /* Here a failure is the expected outcome. */
+        for (int k = 0; k < count; k++) {
+            if (verdicts[k].what == OUTCOME_PASSED) {
+                failed++;
                 printf("  [PASSES ON SKELETON] %s: this test cannot tell an "
                        "unfinished submission from a finished one\n",
-                       tr_tcname(result));
-            } else if (what == OUTCOME_SKIPPED) {
+                       verdicts[k].name);
+            } else if (verdicts[k].what == OUTCOME_SKIPPED) {
                 skipped++;
             } else {
                 passed++;
             }
-            continue;
         }
-        switch (what) {
-        case OUTCOME_PASSED:
-            passed++;
-            printf("  [pass] %s\n", tr_tcname(result));
-            break;
-        case OUTCOME_NOT_STARTED:
-            not_started++;
-            printf("  [todo] %s: %s\n", tr_tcname(result), text);
-            break;
-        case OUTCOME_SKIPPED:
-            skipped++;
-            printf("  [skip] %s: %s\n", tr_tcname(result), text);
-            break;
-        case OUTCOME_FAILED:
-            failed++;
-            printf("  [FAIL] %s: %s\n", tr_tcname(result), text);
-            /* Where the failure was raised matters only when it is the
-             * student's code, not the test's own assertion. */
-            if (strncmp(tr_lfile(result), "tests/", 6) != 0)
-                printf("         at %s:%d\n", tr_lfile(result),
-                       tr_lno(result));
-            break;
-        }
-    }
-    free(results);
-
-    if (mode == MODE_FIXTURE) {
-        printf("  %d of %d expectations hold\n", passed, passed + failed);
-    } else if (mode == MODE_SKELETON) {
         printf("  %d of %d tests fail on the untouched skeleton%s\n", passed,
-               count, wrongly_passed ? "; the tests above do not" : ", as "
-               "they must");
-        failed = wrongly_passed;
+               count, failed ? "; the tests above do not" : ", as they must");
     } else {
+        for (int k = 0; k < count; k++) {
+            const verdict *v = &verdicts[k];
+            switch (v->what) {
+            case OUTCOME_PASSED:
+                passed++;
+                printf("  [pass] %s\n", v->name);
+                break;
+            case OUTCOME_NOT_STARTED:
+                not_started++;
+                printf("  [todo] %s: %s\n", v->name, v->text);
+                break;
+            case OUTCOME_SKIPPED:
+                skipped++;
+                printf("  [skip] %s: %s\n", v->name, v->text);
+                break;
+            case OUTCOME_FAILED:
+                failed++;
+                printf("  [FAIL] %s: %s\n", v->name, v->text);
+                /* Where the failure was raised matters only when it is the
+                 * student's code, not the test's own assertion. */
+                if (strncmp(v->file, "tests/", 6) != 0)
+                    printf("         at %s:%d\n", v->file, v->line);
+                break;
+            }
+        }
         failed += not_started;
         printf("  %d passed, %d failed (%d of them not started)%s\n", passed,
                failed, not_started, skipped ? ", some skipped" : "");
-    }
-    /* Check's own closing line. */
-    if (mode == MODE_STUDENT || mode == MODE_SOLUTION)
+        /* Check's own closing line. */
         srunner_print(runner, CK_MINIMAL);
-    srunner_free(runner);
+    }
 
+    int status = failed == 0 ? 0 : 1;
+    if (results_path != NULL && write_results(results_path, verdicts, count))
+        status = 2;
     if (tally_path != NULL) {
         FILE *tally = fopen(tally_path, "a");
         if (tally == NULL) {
             perror(tally_path);
-            return 1;
+            return 2;
         }
         fprintf(tally, "%d %d %d %s\n", passed, failed, skipped, title);
         fclose(tally);
     }
-    return failed == 0 ? 0 : 1;
+    free(results);
+    free(completed);
+    free(verdicts);
+    fclose(completions);
+    srunner_free(runner);
+    return status;
 }
