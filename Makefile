@@ -62,6 +62,10 @@ student_FLAGS  := $(OPT_FLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-u
 solution_FLAGS := $(OPT_FLAGS)
 sanitize_FLAGS := $(SANITIZE_FLAGS)
 
+# For scripts: the lessons, and each lesson's edited files as LESSON/FILE.
+export ZZ_LESSONS := $(LESSONS)
+export ZZ_EDITED := $(foreach lesson,$(LESSONS),$(addprefix $(lesson)/,$($(lesson)_EDITED)))
+
 # L=1, L=01 or L=01-serial-matvec all name lesson 01.
 lesson_of = $(firstword $(filter $(if $(filter 0 1 2 3 4 5 6 7 8 9,$(1)),0$(1),$(1))%,$(LESSONS)))
 LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
@@ -128,6 +132,24 @@ build/fixture/$(1)/$(2)/$(1)/%.o: lessons/$(1)/%.c
 	$$(COMPILER) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
 endef
 
+# Grading (scripts/grade.sh): a submission's edited files, copied into
+# $(GRADE_SRC)/LESSON/, built with this repository's given files, tests and
+# library, never the submission's; files it lacks come from lessons/.
+# Warnings are not errors here: a student's unused variable costs nothing.
+# $(1): lesson
+define graded_rules
+build/$(GRADE_VARIANT)/$(1)/%.o: $(GRADE_SRC)/$(1)/%.c
+	@mkdir -p $$(@D)
+	$$(COMPILER) $$(CFLAGS) $$(student_FLAGS) $$(filter-out -Werror,$$(WARN_FLAGS)) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
+build/$(GRADE_VARIANT)/$(1)/%.o: lessons/$(1)/%.c
+	@mkdir -p $$(@D)
+	$$(COMPILER) $$(CFLAGS) $$(student_FLAGS) $$(filter-out -Werror,$$(WARN_FLAGS)) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
+endef
+GRADE_ID ?= default
+GRADE_VARIANT := graded/$(GRADE_ID)
+SHARED_$(GRADE_VARIANT) := solution
+$(GRADE_VARIANT)_FLAGS := $(student_FLAGS)
+
 COMPILER = $(CC)
 $(foreach variant,$(VARIANTS),$(eval $(call variant_rules,$(variant))))
 $(eval $(call lesson_source_rules,student,lessons))
@@ -139,6 +161,15 @@ $(foreach variant,$(VARIANTS),$(foreach lesson,$(LESSONS),$(eval $(call lesson_r
 $(foreach fixture,$(FIXTURES),$(eval $(call fixture_rules,$(firstword $(subst /, ,$(fixture))),$(lastword $(subst /, ,$(fixture))))))
 $(foreach fixture,$(FIXTURES),$(eval $(call lesson_rules,fixture/$(fixture),$(firstword $(subst /, ,$(fixture))))))
 FIXTURE_TESTS := $(foreach fixture,$(FIXTURES),build/fixture/$(fixture)/tests/test_$(firstword $(subst /, ,$(fixture))))
+ifneq ($(GRADE_SRC),)
+$(foreach lesson,$(LESSONS),$(eval $(call graded_rules,$(lesson))))
+$(foreach lesson,$(LESSONS),$(eval $(call lesson_rules,$(GRADE_VARIANT),$(lesson))))
+endif
+
+# The grader's own tools, built from this repository alone.
+build/grade-tool/grade: tests/harness/grade.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -O2 $(WARN_FLAGS) $< -o $@
 
 # The communication ledger's test program (an MPI program the tests launch).
 define probe_rules
@@ -175,7 +206,7 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready all build-student build-solution build-sanitize build-fixtures demo test test-run check bench slides clean
+.PHONY: help deps deps-ready all build-student build-solution build-sanitize build-fixtures demo test check grade grade-all progress bench slides clean
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
@@ -214,6 +245,17 @@ check: ## run one lesson's tests on your files: make check L=01
 	@test -n "$(LESSON_DIR)" || { echo "make check: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@$(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR)
 	@ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student
+
+grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree, SANDBOX=1
+	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make grade: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
+	@scripts/grade.sh $(if $(L),--lesson $(LESSON_DIR)) $(if $(SUBMISSION),--submission $(SUBMISSION)) $(if $(SANDBOX),--sandbox)
+
+grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR: a CSV roster, a log each
+	@test -n "$(SUBMISSIONS)" || { echo "make grade-all: say where: make grade-all SUBMISSIONS=folder-of-submissions" >&2; exit 2; }
+	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(SANDBOX),--sandbox)
+
+progress: deps-ready ## one line per lesson and TODO: done, failing, not started
+	@scripts/grade.sh --progress --out build/progress
 
 bench: deps-ready ## time the solutions against OpenBLAS and STREAM, side by side
 	@$(MAKE) --no-print-directory $(BENCHES)

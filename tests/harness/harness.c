@@ -26,6 +26,7 @@ static int current_test = -1;
 static int registered_tests;
 enum { MAX_TESTS = 1024 };
 static bool marks_expected[MAX_TESTS];
+static const char *test_names[MAX_TESTS];
 
 static void count_test_case(void)
 {
@@ -55,6 +56,11 @@ bool harness_expects_mark(int test)
     return test >= 0 && test < MAX_TESTS && marks_expected[test];
 }
 
+const char *harness_test_name(int test)
+{
+    return test >= 0 && test < MAX_TESTS ? test_names[test] : NULL;
+}
+
 /* Check keeps the names it is given; these live as long as the suite. */
 void harness_add(Suite *suite, const char *name, const TTest *test, int index,
                  double timeout_s)
@@ -65,8 +71,10 @@ void harness_add(Suite *suite, const char *name, const TTest *test, int index,
     tcase_add_loop_test(tcase, test, index, index + 1);
     tcase_set_timeout(tcase, timeout_s);
     suite_add_tcase(suite, tcase);
-    if (registered_tests < MAX_TESTS)
+    if (registered_tests < MAX_TESTS) {
         marks_expected[registered_tests] = true;
+        test_names[registered_tests] = name;
+    }
     registered_tests++;
 }
 
@@ -78,6 +86,8 @@ void harness_add_exit(Suite *suite, const char *name, const TTest *test,
     tcase_add_exit_test(tcase, test, status);
     tcase_set_timeout(tcase, timeout_s);
     suite_add_tcase(suite, tcase);
+    if (registered_tests < MAX_TESTS)
+        test_names[registered_tests] = name;
     registered_tests++; /* it ends by exiting: no mark expected */
 }
 

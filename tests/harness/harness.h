@@ -30,6 +30,7 @@ void harness_add(Suite *suite, const char *name, const TTest *test, int index,
 void harness_record_completions(int fd);
 int harness_test_count(void);
 bool harness_expects_mark(int test);
+const char *harness_test_name(int test);
 
 /* Adds a test that passes when its process exits with `status` (a nonzero
  * status: exit(0) halfway must never pass). */

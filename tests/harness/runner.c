@@ -10,6 +10,7 @@
  *          "fails: TEST | WORDS" or "passes: TEST", must hold for every
  *          test whose name starts with TEST; WORDS must appear in the
  *          failure message
+ *   runner --list    prints every test's name, one a line, and runs none
  *   --tally FILE     appends "passed failed skipped title" for the summary
  *   --results FILE   writes one line per test for the grader:
  *                    "OUTCOME<TAB>NAME<TAB>MESSAGE", OUTCOME one of pass,
@@ -204,7 +205,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: runner --title TEXT [--mode student|solution|"
             "skeleton|fixture] [--expect FILE] [--tally FILE] [--results "
-            "FILE]\n");
+            "FILE] [--list]\n");
     exit(2);
 }
 
@@ -212,6 +213,7 @@ int main(int argc, char **argv)
 {
     const char *title = "tests", *tally_path = NULL, *expect_path = NULL;
     const char *results_path = NULL;
+    bool list_only = false;
     run_mode mode = MODE_STUDENT;
 
     for (int k = 1; k < argc; k++) {
@@ -223,6 +225,8 @@ int main(int argc, char **argv)
             expect_path = argv[++k];
         else if (strcmp(argv[k], "--results") == 0 && k + 1 < argc)
             results_path = argv[++k];
+        else if (strcmp(argv[k], "--list") == 0)
+            list_only = true;
         else if (strcmp(argv[k], "--mode") == 0 && k + 1 < argc) {
             const char *name = argv[++k];
             if (strcmp(name, "student") == 0)
@@ -242,6 +246,12 @@ int main(int argc, char **argv)
         usage();
 
     Suite *suite = lesson_suite();
+    if (list_only) {
+        for (int k = 0; k < harness_test_count(); k++)
+            printf("%s\n", harness_test_name(k));
+        (void)suite; /* Check frees a suite only with its runner */
+        return 0;
+    }
     FILE *completions = tmpfile();
     if (completions == NULL) {
         perror("runner: tmpfile");

@@ -1,0 +1,592 @@
+/* The grader's last step: turns each lesson's test results into scores.
+ *
+ * Reads, for every lesson named with --lessons:
+ *   tests/manifest/LESSON.txt   the points of each test (see its header)
+ *   WORK/LESSON.results         what the runner judged, one line a test:
+ *                               "OUTCOME<TAB>NAME<TAB>MESSAGE"
+ *   WORK/LESSON.build.log       when the lesson did not compile (and so has
+ *                               no results): the compiler's words
+ * and writes into OUT: results.json (Gradescope's format), junit.xml,
+ * results.tap; on stdout a table and "Score: X/Y". It exits 0 only at full
+ * marks.
+ *
+ * Nothing here reads what student code printed: the runner's verdicts come
+ * from Check's records and its own comparisons, and a lesson that did not
+ * run scores 0.
+ *
+ *   grade --lessons "00-setup 01-serial-matvec" --work DIR --out DIR
+ *         [--manifests DIR] [--seconds N] [--sources DIR]
+ *   (--sources: the folder the submission's files were copied to; messages
+ *   name them as lessons/LESSON/FILE, where the student knows them)
+ *   grade ... --progress         one line per lesson and TODO, for students
+ *   grade ... --expect FILE      checks a broken submission's expected score
+ *         [--tally FILE]         and failures (in tests/fixtures): exit 0
+ *                                when every expectation holds */
+#define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_TESTS = 2048, TEXT = 2048 };
+
+typedef enum { PASSED, FAILED, NOT_STARTED, SKIPPED } outcome;
+
+typedef struct {
+    char lesson[64];
+    char name[256];
+    char todo[16];
+    double points;
+    bool hidden;
+    bool excluded_if_skipped;
+    outcome what;
+    char message[TEXT];
+    double score, max_score;   /* after scoring */
+} test;
+
+static test tests[MAX_TESTS];
+static int test_count;
+
+static void fail_usage(const char *why)
+{
+    fprintf(stderr, "grade: %s\nusage: grade --lessons \"L1 L2 ...\" --work "
+            "DIR --out DIR [--manifests DIR] [--seconds N] [--progress] "
+            "[--expect FILE [--tally FILE]]\n", why);
+    exit(2);
+}
+
+static char *trim(char *text)
+{
+    while (*text == ' ' || *text == '\t')
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && strchr(" \t\r\n", text[n - 1]) != NULL)
+        text[--n] = '\0';
+    return text;
+}
+
+/* Reads one lesson's manifest into tests[]. */
+static void read_manifest(const char *dir, const char *lesson)
+{
+    char path[4096], line[1024];
+    snprintf(path, sizeof path, "%s/%s.txt", dir, lesson);
+    FILE *file = fopen(path, "r");
+    if (file == NULL) {
+        fprintf(stderr, "grade: no manifest %s: every lesson needs one\n",
+                path);
+        exit(3);
+    }
+    while (fgets(line, sizeof line, file) != NULL) {
+        char *text = trim(line);
+        if (text[0] == '#' || text[0] == '\0')
+            continue;
+        char *fields[4] = { NULL };
+        int count = 0;
+        for (char *field = strtok(text, "|"); field && count < 4;
+             field = strtok(NULL, "|"))
+            fields[count++] = trim(field);
+        if (count < 3 || test_count == MAX_TESTS) {
+            fprintf(stderr, "grade: %s: bad line (POINTS | TODO | NAME "
+                    "[| OPTIONS]): %s\n", path, text);
+            exit(3);
+        }
+        test *t = &tests[test_count++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->lesson, sizeof t->lesson, "%s", lesson);
+        t->points = atof(fields[0]);
+        snprintf(t->todo, sizeof t->todo, "%s", fields[1]);
+        snprintf(t->name, sizeof t->name, "%s", fields[2]);
+        t->hidden = count == 4 && strstr(fields[3], "hidden") != NULL;
+        t->excluded_if_skipped = count == 4 &&
+                                 strstr(fields[3], "excluded if skipped");
+        t->what = FAILED;
+        snprintf(t->message, sizeof t->message, "this test did not run: the "
+                 "test program stopped before it (see the lesson's log)");
+    }
+    fclose(file);
+}
+
+static test *find(const char *lesson, const char *name)
+{
+    for (int k = 0; k < test_count; k++)
+        if (strcmp(tests[k].lesson, lesson) == 0 &&
+            strcmp(tests[k].name, name) == 0)
+            return &tests[k];
+    return NULL;
+}
+
+/* The compiler's error lines, for a lesson that did not build. */
+static void read_build_failure(const char *path, char *message, size_t len)
+{
+    FILE *file = fopen(path, "r");
+    char line[1024];
+    size_t used = (size_t)snprintf(message, len, "your files do not compile, "
+                                   "so this lesson scores 0:");
+    int shown = 0;
+    while (file != NULL && fgets(line, sizeof line, file) != NULL &&
+           shown < 6 && used < len) {
+        if (strstr(line, "error") == NULL)
+            continue;
+        used += (size_t)snprintf(message + used, len - used, " %s",
+                                 trim(line));
+        shown++;
+    }
+    if (file != NULL)
+        fclose(file);
+    if (shown == 0 && used < len)
+        snprintf(message + used, len - used, " (see the build log)");
+}
+
+/* Applies a lesson's results (or its build failure) to its tests. */
+static void read_results(const char *work, const char *lesson)
+{
+    char path[4096], line[TEXT + 512];
+    snprintf(path, sizeof path, "%s/%s.results", work, lesson);
+    FILE *file = fopen(path, "r");
+    if (file == NULL) {
+        char log[4096], message[TEXT];
+        snprintf(log, sizeof log, "%s/%s.build.log", work, lesson);
+        read_build_failure(log, message, sizeof message);
+        for (int k = 0; k < test_count; k++)
+            if (strcmp(tests[k].lesson, lesson) == 0)
+                snprintf(tests[k].message, sizeof tests[k].message, "%s",
+                         message);
+        return;
+    }
+    while (fgets(line, sizeof line, file) != NULL) {
+        char *name = strchr(line, '\t');
+        char *message = name ? strchr(name + 1, '\t') : NULL;
+        if (message == NULL)
+            continue;
+        *name++ = '\0';
+        *message++ = '\0';
+        test *t = find(lesson, name);
+        if (t == NULL) {
+            fprintf(stderr, "grade: test '%s' of lesson %s has no line in its "
+                    "manifest\n", name, lesson);
+            exit(3);
+        }
+        t->what = strcmp(line, "pass") == 0   ? PASSED
+                  : strcmp(line, "todo") == 0 ? NOT_STARTED
+                  : strcmp(line, "skip") == 0 ? SKIPPED
+                                              : FAILED;
+        snprintf(t->message, sizeof t->message, "%s", trim(message));
+    }
+    fclose(file);
+}
+
+/* Replaces every "SOURCES/" in the messages by "lessons/". */
+static void name_sources_as_lessons(const char *sources)
+{
+    char prefix[4096];
+    snprintf(prefix, sizeof prefix, "%s/", sources);
+    size_t prefix_len = strlen(prefix);
+    for (int k = 0; k < test_count; k++) {
+        char rewritten[TEXT], *from = tests[k].message;
+        size_t used = 0;
+        for (char *at; (at = strstr(from, prefix)) != NULL && used < TEXT;
+             from = at + prefix_len)
+            used += (size_t)snprintf(rewritten + used, TEXT - used,
+                                     "%.*slessons/", (int)(at - from), from);
+        if (used < TEXT)
+            snprintf(rewritten + used, TEXT - used, "%s", from);
+        snprintf(tests[k].message, sizeof tests[k].message, "%s", rewritten);
+    }
+}
+
+static void score_all(double *score, double *max_score)
+{
+    *score = *max_score = 0;
+    for (int k = 0; k < test_count; k++) {
+        test *t = &tests[k];
+        t->max_score = t->what == SKIPPED && t->excluded_if_skipped
+                           ? 0 : t->points;
+        t->score = t->what == PASSED ? t->points : 0;
+        *score += t->score;
+        *max_score += t->max_score;
+    }
+}
+
+/* ---- writing the formats ---- */
+
+static void json_string(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(out, "\\%c", *c);
+        else if (*c == '\n')
+            fputs("\\n", out);
+        else if (*c < 0x20)
+            fprintf(out, "\\u%04x", *c);
+        else
+            fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+static void xml_text(FILE *out, const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        switch (*c) {
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '&': fputs("&amp;", out); break;
+        case '"': fputs("&quot;", out); break;
+        default:
+            if (*c >= 0x20 || *c == '\n' || *c == '\t')
+                fputc(*c, out);
+        }
+    }
+}
+
+static const char *lesson_number(const char *lesson, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.2s", lesson);
+    return buf;
+}
+
+static FILE *open_output(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *file = fopen(path, "w");
+    if (file == NULL) {
+        perror(path);
+        exit(3);
+    }
+    return file;
+}
+
+static void write_json(const char *dir, double score, double seconds)
+{
+    FILE *out = open_output(dir, "results.json");
+    fprintf(out, "{\n  \"score\": %g,\n  \"execution_time\": %.0f,\n"
+            "  \"tests\": [\n", score, seconds);
+    int in_lesson = 0;
+    const char *lesson = "";
+    for (int k = 0; k < test_count; k++) {
+        const test *t = &tests[k];
+        char number[32], digits[8];
+        in_lesson = strcmp(lesson, t->lesson) == 0 ? in_lesson + 1 : 1;
+        lesson = t->lesson;
+        snprintf(number, sizeof number, "%s.%d",
+                 lesson_number(t->lesson, digits, sizeof digits), in_lesson);
+        fprintf(out, "    {\"name\": ");
+        char name[512];
+        snprintf(name, sizeof name, "%s%s: %s", t->what == SKIPPED
+                 ? "[skipped] " : "", digits, t->name);
+        json_string(out, name);
+        fprintf(out, ", \"number\": \"%s\", \"score\": %g, \"max_score\": %g",
+                number, t->score, t->max_score);
+        if (t->what != SKIPPED)
+            fprintf(out, ", \"status\": \"%s\"",
+                    t->what == PASSED ? "passed" : "failed");
+        fprintf(out, ", \"output\": ");
+        char output[TEXT + 64];
+        snprintf(output, sizeof output, "%s%s",
+                 t->what == SKIPPED ? "skipped: " : "", t->message);
+        json_string(out, output);
+        fprintf(out, ", \"visibility\": \"%s\", \"tags\": [\"lesson %s\", "
+                "\"TODO %s\"%s]}%s\n", t->hidden ? "after_due_date" : "visible",
+                digits, t->todo, t->what == SKIPPED ? ", \"skipped\"" : "",
+                k + 1 < test_count ? "," : "");
+    }
+    fprintf(out, "  ]\n}\n");
+    fclose(out);
+}
+
+static void write_junit(const char *dir, double seconds)
+{
+    FILE *out = open_output(dir, "junit.xml");
+    int failures = 0, skipped = 0;
+    for (int k = 0; k < test_count; k++) {
+        failures += tests[k].what == FAILED || tests[k].what == NOT_STARTED;
+        skipped += tests[k].what == SKIPPED;
+    }
+    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<testsuites name=\"zero-to-zero\" tests=\"%d\" failures=\"%d\" "
+            "skipped=\"%d\" time=\"%.0f\">\n", test_count, failures, skipped,
+            seconds);
+    for (int k = 0; k < test_count;) {
+        const char *lesson = tests[k].lesson;
+        int end = k, lesson_failures = 0, lesson_skipped = 0;
+        while (end < test_count && strcmp(tests[end].lesson, lesson) == 0) {
+            lesson_failures += tests[end].what == FAILED ||
+                               tests[end].what == NOT_STARTED;
+            lesson_skipped += tests[end].what == SKIPPED;
+            end++;
+        }
+        fprintf(out, "  <testsuite name=\"lesson %s\" tests=\"%d\" "
+                "failures=\"%d\" skipped=\"%d\">\n", lesson, end - k,
+                lesson_failures, lesson_skipped);
+        for (; k < end; k++) {
+            const test *t = &tests[k];
+            fprintf(out, "    <testcase classname=\"%s\" name=\"", lesson);
+            xml_text(out, t->name);
+            fprintf(out, "\">");
+            if (t->what == FAILED || t->what == NOT_STARTED) {
+                fprintf(out, "\n      <failure message=\"");
+                xml_text(out, t->message);
+                fprintf(out, "\">");
+                xml_text(out, t->message);
+                fprintf(out, "</failure>\n    ");
+            } else if (t->what == SKIPPED) {
+                fprintf(out, "\n      <skipped message=\"");
+                xml_text(out, t->message);
+                fprintf(out, "\"/>\n    ");
+            }
+            fprintf(out, "</testcase>\n");
+        }
+        fprintf(out, "  </testsuite>\n");
+    }
+    fprintf(out, "</testsuites>\n");
+    fclose(out);
+}
+
+static void write_tap(const char *dir)
+{
+    FILE *out = open_output(dir, "results.tap");
+    fprintf(out, "TAP version 13\n1..%d\n", test_count);
+    for (int k = 0; k < test_count; k++) {
+        const test *t = &tests[k];
+        char digits[8];
+        lesson_number(t->lesson, digits, sizeof digits);
+        if (t->what == SKIPPED) {
+            fprintf(out, "ok %d - %s: %s # SKIP ", k + 1, digits, t->name);
+            for (const char *c = t->message; *c; c++)
+                fputc(*c == '\n' ? ' ' : *c, out);
+            fputc('\n', out);
+            continue;
+        }
+        fprintf(out, "%s %d - %s: %s\n", t->what == PASSED ? "ok" : "not ok",
+                k + 1, digits, t->name);
+        if (t->what != PASSED) {
+            /* YAML block: the message as a single-quoted scalar. */
+            fprintf(out, "  ---\n  message: '");
+            for (const char *c = t->message; *c; c++) {
+                if (*c == '\'')
+                    fputs("''", out);
+                else
+                    fputc(*c == '\n' ? ' ' : *c, out);
+            }
+            fprintf(out, "'\n  ...\n");
+        }
+    }
+    fclose(out);
+}
+
+/* The table for a person: one line per lesson, then what failed. */
+static void print_table(double score, double max_score)
+{
+    printf("  %-26s %8s\n", "lesson", "points");
+    for (int k = 0; k < test_count;) {
+        const char *lesson = tests[k].lesson;
+        double got = 0, of = 0;
+        int end = k;
+        for (; end < test_count && strcmp(tests[end].lesson, lesson) == 0;
+             end++) {
+            got += tests[end].score;
+            of += tests[end].max_score;
+        }
+        printf("  %-26s %4g/%-4g\n", lesson, got, of);
+        for (; k < end; k++) {
+            const test *t = &tests[k];
+            if (t->what == PASSED)
+                continue;
+            printf("      [%s] %s: %.300s%s\n", t->what == SKIPPED ? "skip"
+                   : t->what == NOT_STARTED ? "todo" : "FAIL", t->name,
+                   t->message, strlen(t->message) > 300 ? "..." : "");
+        }
+    }
+    printf("Score: %g/%g\n", score, max_score);
+}
+
+/* make progress: one line per lesson and TODO. A TODO is done when all its
+ * tests pass, not started when none passes and one still meets NOT_DONE(),
+ * and failing otherwise. */
+static void print_progress(void)
+{
+    for (int k = 0; k < test_count;) {
+        const char *lesson = tests[k].lesson;
+        int end = k;
+        while (end < test_count && strcmp(tests[end].lesson, lesson) == 0)
+            end++;
+        printf("lesson %s\n", lesson);
+        /* TODOs in the order they first appear in the manifest. */
+        for (int first = k; first < end; first++) {
+            bool seen = false;
+            for (int j = k; j < first && !seen; j++)
+                seen = strcmp(tests[j].todo, tests[first].todo) == 0;
+            if (seen)
+                continue;
+            int count = 0, passed = 0, not_started = 0;
+            const test *example = NULL;
+            for (int j = first; j < end; j++) {
+                if (strcmp(tests[j].todo, tests[first].todo) != 0)
+                    continue;
+                count++;
+                passed += tests[j].what == PASSED;
+                not_started += tests[j].what == NOT_STARTED;
+                if (tests[j].what != PASSED && example == NULL)
+                    example = &tests[j];
+            }
+            const char *state = passed == count ? "done"
+                                : passed == 0 && not_started > 0
+                                    ? "not started" : "failing";
+            printf("  TODO %-5s %-12s %d/%d tests pass", tests[first].todo,
+                   state, passed, count);
+            if (example != NULL)
+                printf("; e.g. %s: %.160s", example->name, example->message);
+            printf("\n");
+        }
+        k = end;
+    }
+}
+
+/* A broken submission's expectations: "score: X/Y", and lines "fails: NAME |
+ * WORDS" or "passes: NAME", NAME the start of test names (across lessons),
+ * WORDS part of the failure message. Returns how many do not hold. */
+static int check_expectations(const char *path, double score,
+                              double max_score, int *held)
+{
+    FILE *file = fopen(path, "r");
+    char line[1024];
+    int broken = 0;
+    if (file == NULL) {
+        perror(path);
+        return 1;
+    }
+    while (fgets(line, sizeof line, file) != NULL) {
+        char *text = trim(line);
+        double want, want_max;
+        if (sscanf(text, "score: %lf/%lf", &want, &want_max) == 2) {
+            bool ok = want == score && want_max == max_score;
+            printf("  [%s] score: %g/%g%s", ok ? "pass" : "FAIL", want,
+                   want_max, ok ? "\n" : "");
+            if (!ok)
+                printf(": the grade was %g/%g\n", score, max_score);
+            ok ? (*held)++ : broken++;
+            continue;
+        }
+        bool must_fail = strncmp(text, "fails:", 6) == 0;
+        if (!must_fail && strncmp(text, "passes:", 7) != 0)
+            continue;
+        char *name = trim(text + (must_fail ? 6 : 7));
+        char *words = strchr(name, '|');
+        if (words != NULL) {
+            *words++ = '\0';
+            words = trim(words);
+            name = trim(name);
+        }
+        int matched = 0;
+        const test *wrong = NULL;
+        for (int k = 0; k < test_count && wrong == NULL; k++) {
+            if (strncmp(tests[k].name, name, strlen(name)) != 0)
+                continue;
+            matched++;
+            bool failed = tests[k].what != PASSED;
+            if (failed != must_fail ||
+                (must_fail && words && !strstr(tests[k].message, words)))
+                wrong = &tests[k];
+        }
+        if (matched > 0 && wrong == NULL) {
+            (*held)++;
+            printf("  [pass] %s %s%s%s\n", must_fail ? "fails:" : "passes:",
+                   name, words ? " | " : "", words ? words : "");
+            continue;
+        }
+        broken++;
+        if (matched == 0)
+            printf("  [FAIL] %s %s: no test has this name\n",
+                   must_fail ? "fails:" : "passes:", name);
+        else
+            printf("  [FAIL] %s %s%s%s: '%s' %s: %.400s\n",
+                   must_fail ? "fails:" : "passes:", name, words ? " | " : "",
+                   words ? words : "", wrong->name,
+                   wrong->what == PASSED ? "passed" : "failed", wrong->message);
+    }
+    fclose(file);
+    return broken;
+}
+
+int main(int argc, char **argv)
+{
+    const char *lessons = NULL, *work = NULL, *out = NULL;
+    const char *manifests = "tests/manifest", *expect = NULL, *tally = NULL;
+    const char *title = "grade", *sources = NULL;
+    double seconds = 0;
+    bool progress = false;
+
+    for (int k = 1; k < argc; k++) {
+        const char *value = k + 1 < argc ? argv[k + 1] : NULL;
+        if (strcmp(argv[k], "--progress") == 0)
+            progress = true;
+        else if (value == NULL)
+            fail_usage("a flag needs a value");
+        else if (strcmp(argv[k], "--lessons") == 0)
+            lessons = argv[++k];
+        else if (strcmp(argv[k], "--work") == 0)
+            work = argv[++k];
+        else if (strcmp(argv[k], "--out") == 0)
+            out = argv[++k];
+        else if (strcmp(argv[k], "--manifests") == 0)
+            manifests = argv[++k];
+        else if (strcmp(argv[k], "--expect") == 0)
+            expect = argv[++k];
+        else if (strcmp(argv[k], "--tally") == 0)
+            tally = argv[++k];
+        else if (strcmp(argv[k], "--title") == 0)
+            title = argv[++k];
+        else if (strcmp(argv[k], "--sources") == 0)
+            sources = argv[++k];
+        else if (strcmp(argv[k], "--seconds") == 0)
+            seconds = atof(argv[++k]);
+        else
+            fail_usage("unknown flag");
+    }
+    if (lessons == NULL || work == NULL || (out == NULL && !progress &&
+                                            expect == NULL))
+        fail_usage("--lessons, --work and --out are needed");
+
+    char list[4096];
+    snprintf(list, sizeof list, "%s", lessons);
+    char *names[64];
+    int lesson_count = 0;
+    for (char *name = strtok(list, " "); name && lesson_count < 64;
+         name = strtok(NULL, " "))
+        names[lesson_count++] = name;
+    for (int k = 0; k < lesson_count; k++)
+        read_manifest(manifests, names[k]);
+    for (int k = 0; k < lesson_count; k++)
+        read_results(work, names[k]);
+    if (sources != NULL)
+        name_sources_as_lessons(sources);
+
+    double score, max_score;
+    score_all(&score, &max_score);
+
+    if (progress) {
+        print_progress();
+        return score == max_score ? 0 : 1;
+    }
+    if (expect != NULL) {
+        int held = 0;
+        printf("%s\n", title);
+        int broken = check_expectations(expect, score, max_score, &held);
+        printf("  %d of %d expectations hold\n", held, held + broken);
+        if (tally != NULL) {
+            FILE *file = fopen(tally, "a");
+            if (file != NULL) {
+                fprintf(file, "%d %d 0 %s\n", held, broken, title);
+                fclose(file);
+            }
+        }
+        return broken == 0 ? 0 : 1;
+    }
+    write_json(out, score, seconds);
+    write_junit(out, seconds);
+    write_tap(out);
+    print_table(score, max_score);
+    return score == max_score ? 0 : 1;
+}
