@@ -104,7 +104,7 @@ $(foreach source,$($(2)_OPENMP),build/$(1)/$(2)/$(source:.c=.o)): EXTRA_FLAGS = 
 # A lesson with MPI has headers that include mpi.h: its tests need mpicc too.
 $(if $($(2)_MPI),build/$(SHARED_$(1))/tests/test_$(2).o: COMPILER = $$(MPICC))
 $(foreach program,$($(2)_PROGRAMS),$(eval $(call program_rules,$(1),$(2),$(program))))
-build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) $(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
+build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) $(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 	@mkdir -p $$(@D)
 	$(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
 PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
@@ -206,7 +206,7 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready all build-student build-solution build-sanitize build-fixtures demo test check grade grade-all progress bench slides clean
+.PHONY: help deps deps-ready all build-student build-solution build-sanitize build-fixtures demo test check watch student-release gradescope-zip print-edited grade grade-all progress bench slides clean
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
@@ -253,6 +253,21 @@ grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree, 
 grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR: a CSV roster, a log each
 	@test -n "$(SUBMISSIONS)" || { echo "make grade-all: say where: make grade-all SUBMISSIONS=folder-of-submissions" >&2; exit 2; }
 	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(SANDBOX),--sandbox)
+
+watch: ## run a lesson's checks again each time you save: make watch L=01
+	@test -n "$(LESSON_DIR)" || { echo "make watch: say which lesson, e.g. make watch L=01 (lessons: $(LESSONS))" >&2; exit 2; }
+	@scripts/watch.sh $(LESSON_DIR)
+
+gradescope-zip: ## build/gradescope-autograder.zip: this repository with setup.sh and run_autograder
+	@mkdir -p build
+	@git archive --format=zip --add-file=scripts/gradescope/setup.sh --add-file=scripts/gradescope/run_autograder --prefix=zero-to-zero/ HEAD -o build/gradescope-autograder.zip
+	@echo "build/gradescope-autograder.zip: upload it as the autograder (docs/instructors.md)"
+
+print-edited:
+	@echo $(ZZ_EDITED)
+
+student-release: ## a tarball for students: no solutions, fixtures or hidden tests
+	@scripts/student-release.sh
 
 progress: deps-ready ## one line per lesson and TODO: done, failing, not started
 	@scripts/grade.sh --progress --out build/progress

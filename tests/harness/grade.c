@@ -1,13 +1,15 @@
 /* The grader's last step: turns each lesson's test results into scores.
  *
  * Reads, for every lesson named with --lessons:
- *   tests/manifest/LESSON.txt   the points of each test (see its header)
+ *   tests/manifest/LESSON.txt   the points of each test (see its header), and
+ *                               tests/hidden/manifest/LESSON.txt if present
  *   WORK/LESSON.results         what the runner judged, one line a test:
  *                               "OUTCOME<TAB>NAME<TAB>MESSAGE"
  *   WORK/LESSON.build.log       when the lesson did not compile (and so has
  *                               no results): the compiler's words
  * and writes into OUT: results.json (Gradescope's format), junit.xml,
- * results.tap; on stdout a table and "Score: X/Y". It exits 0 only at full
+ * results.tap, scores.txt (per lesson, for rosters); on stdout a table and
+ * "Score: X/Y". It exits 0 only at full
  * marks.
  *
  * Nothing here reads what student code printed: the runner's verdicts come
@@ -35,7 +37,7 @@ typedef enum { PASSED, FAILED, NOT_STARTED, SKIPPED } outcome;
 typedef struct {
     char lesson[64];
     char name[256];
-    char todo[16];
+    char todo[48];
     double points;
     bool hidden;
     bool excluded_if_skipped;
@@ -65,12 +67,15 @@ static char *trim(char *text)
     return text;
 }
 
-/* Reads one lesson's manifest into tests[]. */
-static void read_manifest(const char *dir, const char *lesson)
+/* Reads one lesson's manifest into tests[]; a missing one is an error
+ * unless `optional` (the hidden tests' manifests). */
+static void read_manifest(const char *dir, const char *lesson, bool optional)
 {
     char path[4096], line[1024];
     snprintf(path, sizeof path, "%s/%s.txt", dir, lesson);
     FILE *file = fopen(path, "r");
+    if (file == NULL && optional)
+        return;
     if (file == NULL) {
         fprintf(stderr, "grade: no manifest %s: every lesson needs one\n",
                 path);
@@ -376,6 +381,23 @@ static void write_tap(const char *dir)
     fclose(out);
 }
 
+/* "LESSON SCORE MAX" per lesson, then "total SCORE MAX": for rosters. */
+static void write_scores(const char *dir, double score, double max_score)
+{
+    FILE *out = open_output(dir, "scores.txt");
+    for (int k = 0; k < test_count;) {
+        const char *lesson = tests[k].lesson;
+        double got = 0, of = 0;
+        for (; k < test_count && strcmp(tests[k].lesson, lesson) == 0; k++) {
+            got += tests[k].score;
+            of += tests[k].max_score;
+        }
+        fprintf(out, "%s %g %g\n", lesson, got, of);
+    }
+    fprintf(out, "total %g %g\n", score, max_score);
+    fclose(out);
+}
+
 /* The table for a person: one line per lesson, then what failed. */
 static void print_table(double score, double max_score)
 {
@@ -390,6 +412,13 @@ static void print_table(double score, double max_score)
             of += tests[end].max_score;
         }
         printf("  %-26s %4g/%-4g\n", lesson, got, of);
+        /* A lesson that did not compile says so once. */
+        if (strncmp(tests[k].message, "your files do not compile", 25) == 0 &&
+            tests[k].what != PASSED) {
+            printf("      [FAIL] %.600s\n", tests[k].message);
+            k = end;
+            continue;
+        }
         for (; k < end; k++) {
             const test *t = &tests[k];
             if (t->what == PASSED)
@@ -407,6 +436,7 @@ static void print_table(double score, double max_score)
  * and failing otherwise. */
 static void print_progress(void)
 {
+    const test *next = NULL;
     for (int k = 0; k < test_count;) {
         const char *lesson = tests[k].lesson;
         int end = k;
@@ -434,14 +464,21 @@ static void print_progress(void)
             const char *state = passed == count ? "done"
                                 : passed == 0 && not_started > 0
                                     ? "not started" : "failing";
-            printf("  TODO %-5s %-12s %d/%d tests pass", tests[first].todo,
+            printf("  TODO %-16s %-12s %d/%d tests pass", tests[first].todo,
                    state, passed, count);
             if (example != NULL)
                 printf("; e.g. %s: %.160s", example->name, example->message);
             printf("\n");
+            if (example != NULL && next == NULL)
+                next = example;
         }
         k = end;
     }
+    if (next != NULL)
+        printf("next: lesson %s, TODO %s (make check L=%.2s)\n", next->lesson,
+               next->todo, next->lesson);
+    else
+        printf("every TODO is done\n");
 }
 
 /* A broken submission's expectations: "score: X/Y", and lines "fails: NAME |
@@ -556,8 +593,12 @@ int main(int argc, char **argv)
     for (char *name = strtok(list, " "); name && lesson_count < 64;
          name = strtok(NULL, " "))
         names[lesson_count++] = name;
-    for (int k = 0; k < lesson_count; k++)
-        read_manifest(manifests, names[k]);
+    char hidden[4096];
+    snprintf(hidden, sizeof hidden, "%s/../hidden/manifest", manifests);
+    for (int k = 0; k < lesson_count; k++) {
+        read_manifest(manifests, names[k], false);
+        read_manifest(hidden, names[k], true);
+    }
     for (int k = 0; k < lesson_count; k++)
         read_results(work, names[k]);
     if (sources != NULL)
@@ -587,6 +628,7 @@ int main(int argc, char **argv)
     write_json(out, score, seconds);
     write_junit(out, seconds);
     write_tap(out);
+    write_scores(out, score, max_score);
     print_table(score, max_score);
     return score == max_score ? 0 : 1;
 }

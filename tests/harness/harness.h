@@ -17,6 +17,10 @@
 /* Defined by each lesson's test file. */
 Suite *lesson_suite(void);
 
+/* An instructor's hidden tests for the lesson, when tests/hidden/ has a
+ * file for it (see tests/hidden/README.md); otherwise this adds nothing. */
+void hidden_tests(Suite *suite);
+
 /* Adds one test, shown to the student as `name` (one Check test case per
  * test, so that every result carries its own name). `index` is passed to the
  * test as _i, so one function can serve a table of cases. */

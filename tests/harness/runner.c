@@ -246,6 +246,7 @@ int main(int argc, char **argv)
         usage();
 
     Suite *suite = lesson_suite();
+    hidden_tests(suite);
     if (list_only) {
         for (int k = 0; k < harness_test_count(); k++)
             printf("%s\n", harness_test_name(k));

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# make student-release: a tarball of the repository for students, as
+# committed (git archive HEAD), without what would give answers away:
+#   solutions/       the reference solutions
+#   tests/fixtures/  broken submissions, each a solution with one bug
+#   tests/hidden/    an instructor's hidden tests (see tests/hidden/README.md)
+# Writes build/zero-to-zero-student.tar.gz. In the student copy, make check,
+# make progress, make grade (of their own work) and make demo work; make test,
+# the toolkit's own suite, needs the solutions and is for instructors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! git rev-parse --verify -q HEAD >/dev/null; then
+    echo "student-release: needs a git checkout with at least one commit" >&2
+    exit 2
+fi
+if [ -n "$(git status --porcelain -- lessons common tests Makefile)" ]; then
+    echo "student-release: note: uncommitted changes are not included (git archive takes HEAD)"
+fi
+mkdir -p build
+staging=$(mktemp -d)
+trap 'rm -rf "$staging"' EXIT
+git archive --format=tar --prefix=zero-to-zero/ HEAD | tar -x -C "$staging"
+rm -rf "$staging/zero-to-zero/solutions" "$staging/zero-to-zero/tests/fixtures" \
+       "$staging/zero-to-zero/tests/hidden"
+tar -C "$staging" -czf build/zero-to-zero-student.tar.gz zero-to-zero
+echo "build/zero-to-zero-student.tar.gz: $(tar -tzf build/zero-to-zero-student.tar.gz | wc -l) entries, without solutions/, tests/fixtures/, tests/hidden/"
