@@ -54,7 +54,7 @@ HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
 # (the solution under AddressSanitizer and UndefinedBehaviorSanitizer).
 VARIANTS := student solution sanitize
 # Where a variant takes the shared library and the compiled tests from: its
-# own build, except for fixtures (below), which share the solution's.
+# own build, except for grading builds (below), which share the solution's.
 $(foreach variant,$(VARIANTS),$(eval SHARED_$(variant) := $(variant)))
 # A skeleton is unfinished on purpose: its parameters and variables wait for
 # the student's code, so "unused" is not a warning there.
@@ -111,30 +111,10 @@ PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 TESTS_$(1) += build/$(1)/tests/test_$(2)
 endef
 
-# Fixtures: broken submissions the tests must catch, each a folder
-# tests/fixtures/LESSON/NAME/ holding the broken versions of some edited
-# files and expected.txt (which tests must fail, and with what words). A
-# fixture build takes its files from there, the other edited files from
-# solutions/, the rest from lessons/, and links the solution's test objects.
-FIXTURES := $(filter $(addsuffix /%,$(LESSONS)),$(patsubst tests/fixtures/%/expected.txt,%,$(wildcard tests/fixtures/*/*/expected.txt)))
-# $(1): lesson, $(2): fixture name
-define fixture_rules
-SHARED_fixture/$(1)/$(2) := solution
-fixture/$(1)/$(2)_FLAGS := $$(solution_FLAGS)
-build/fixture/$(1)/$(2)/$(1)/%.o: tests/fixtures/$(1)/$(2)/%.c
-	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-function $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
-build/fixture/$(1)/$(2)/$(1)/%.o: solutions/$(1)/%.c
-	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
-build/fixture/$(1)/$(2)/$(1)/%.o: lessons/$(1)/%.c
-	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
-endef
-
 # Grading (scripts/grade.sh): a submission's edited files, copied into
 # $(GRADE_SRC)/LESSON/, built with this repository's given files, tests and
-# library, never the submission's; files it lacks come from lessons/.
+# library, never the submission's; files it lacks come from lessons/. The
+# broken submissions in tests/fixtures/ are graded the same way by make test.
 # Warnings are not errors here: a student's unused variable costs nothing.
 # $(1): lesson
 define graded_rules
@@ -158,9 +138,6 @@ $(eval $(call lesson_source_rules,solution,lessons))
 $(eval $(call lesson_source_rules,sanitize,solutions))
 $(eval $(call lesson_source_rules,sanitize,lessons))
 $(foreach variant,$(VARIANTS),$(foreach lesson,$(LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
-$(foreach fixture,$(FIXTURES),$(eval $(call fixture_rules,$(firstword $(subst /, ,$(fixture))),$(lastword $(subst /, ,$(fixture))))))
-$(foreach fixture,$(FIXTURES),$(eval $(call lesson_rules,fixture/$(fixture),$(firstword $(subst /, ,$(fixture))))))
-FIXTURE_TESTS := $(foreach fixture,$(FIXTURES),build/fixture/$(fixture)/tests/test_$(firstword $(subst /, ,$(fixture))))
 ifneq ($(GRADE_SRC),)
 $(foreach lesson,$(LESSONS),$(eval $(call graded_rules,$(lesson))))
 $(foreach lesson,$(LESSONS),$(eval $(call lesson_rules,$(GRADE_VARIANT),$(lesson))))
@@ -206,7 +183,7 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready all build-student build-solution build-sanitize build-fixtures demo test check watch student-release gradescope-zip print-edited grade grade-all progress bench slides clean
+.PHONY: help deps deps-ready all build-student build-solution build-sanitize demo test check watch student-release gradescope-zip print-edited grade grade-all progress bench slides clean
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
@@ -227,7 +204,6 @@ deps-ready:
 build-student: $(PROGRAMS_student) $(TESTS_student)
 build-solution: $(PROGRAMS_solution) $(TESTS_solution)
 build-sanitize: $(TESTS_sanitize)
-build-fixtures: $(FIXTURE_TESTS)
 
 all: ## build every lesson: your files and the solutions, with their tests
 	@$(MAKE) --no-print-directory build-student build-solution
@@ -237,7 +213,7 @@ demo: deps-ready ## build the solutions and run every lesson at its default size
 	@scripts/demo.sh
 
 test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, sanitizers
-	@$(MAKE) --no-print-directory build-student build-solution build-sanitize build-fixtures
+	@$(MAKE) -j2 --no-print-directory build-student build-solution build-sanitize build/grade-tool/grade
 	@tests/run-all.sh $(LESSONS)
 
 check: ## run one lesson's tests on your files: make check L=01

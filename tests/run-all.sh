@@ -4,16 +4,20 @@
 #   2. every lesson's suite against the solutions: every test must pass;
 #   3. every lesson's suite against the untouched skeletons: every test must
 #      fail (a test that passes there cannot fail, and is a bug);
-#   4. every broken submission in tests/fixtures/ against its expectations:
-#      the tests must catch it, with a message that names the problem;
-#   5. the solutions again under AddressSanitizer and UBSan.
+#   4. every lesson's manifest gives points to each of its tests;
+#   5. every broken submission in tests/fixtures/, graded as make grade
+#      grades: its score, and the failures that name the problem;
+#   6. the solutions' results graded: full marks, well-formed Gradescope
+#      JSON, JUnit XML and TAP that agree;
+#   7. the solutions again under AddressSanitizer and UBSan.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 # Usage: tests/run-all.sh LESSON...   (run by make test, after the builds)
 set -u
 cd "$(dirname "$0")/.."
 
 tally=build/test/tally
-mkdir -p build/test
+rm -rf build/test
+mkdir -p build/test/solutions/work
 : > "$tally"
 status=0
 
@@ -34,15 +38,48 @@ done
 
 for lesson in "$@"; do
     echo "== lesson $lesson"
-    run_suite build/solution "build/solution/tests/test_$lesson" "lesson $lesson: the solution" solution
+    run_suite build/solution "build/solution/tests/test_$lesson" "lesson $lesson: the solution" solution \
+        --results "build/test/solutions/work/$lesson.results"
     run_suite build/student "build/student/tests/test_$lesson" "lesson $lesson: the skeleton" skeleton
+    # The lesson's points: every test has exactly one line in its manifest.
+    ZZ_BUILD_DIR=build/solution "build/solution/tests/test_$lesson" --list > "build/test/$lesson.names"
+    build/grade-tool/grade --lessons "$lesson" --check-names "build/test/$lesson.names" \
+        --tally "$tally" || status=1
+    # Broken submissions, graded as make grade grades: each must get its
+    # expected score, and fail the expected tests with the expected words.
     for expect in tests/fixtures/"$lesson"/*/expected.txt; do
         [ -e "$expect" ] || continue
-        name=$(basename "$(dirname "$expect")")
-        run_suite "build/fixture/$lesson/$name" "build/fixture/$lesson/$name/tests/test_$lesson" \
-            "lesson $lesson: broken submission '$name'" fixture --expect "$expect"
+        fixture=$(dirname "$expect")
+        scripts/grade.sh --lesson "$lesson" --overlay "$fixture" \
+            --out "build/test/fixtures/$lesson/$(basename "$fixture")" \
+            --expect "$expect" --tally "$tally" || status=1
+        echo
     done
 done
+
+echo "== the solutions, graded: full marks, in every format"
+if build/grade-tool/grade --lessons "$*" --work build/test/solutions/work \
+        --out build/test/solutions > build/test/solutions/table.txt; then
+    echo "  [pass] $(grep '^Score:' build/test/solutions/table.txt)"
+    echo "1 0 0 solutions graded" >> "$tally"
+else
+    cat build/test/solutions/table.txt
+    echo "  [FAIL] the solutions do not grade to full marks"
+    echo "0 1 0 solutions graded" >> "$tally"
+    status=1
+fi
+if command -v python3 >/dev/null 2>&1; then
+    if tests/check_formats.py build/test/solutions; then
+        echo "1 0 0 formats" >> "$tally"
+    else
+        echo "0 1 0 formats" >> "$tally"
+        status=1
+    fi
+else
+    echo "  [skip] the grader's file formats: python3 is not installed"
+    echo "0 0 1 formats" >> "$tally"
+fi
+echo
 
 echo "== the solutions under AddressSanitizer and UndefinedBehaviorSanitizer"
 # A size too large for memory must reach the program's own error path (exit

@@ -21,6 +21,8 @@
  *   (--sources: the folder the submission's files were copied to; messages
  *   name them as lessons/LESSON/FILE, where the student knows them)
  *   grade ... --progress         one line per lesson and TODO, for students
+ *   grade --lessons L --check-names FILE   every test named in FILE has
+ *                                exactly one manifest line, and back
  *   grade ... --expect FILE      checks a broken submission's expected score
  *         [--tally FILE]         and failures (in tests/fixtures): exit 0
  *                                when every expectation holds */
@@ -547,11 +549,54 @@ static int check_expectations(const char *path, double score,
     return broken;
 }
 
+/* make test: the names the suite gives (runner --list, in `path`) and the
+ * manifests' lines must match one to one, so that no test goes unscored and
+ * no points hang on a test that does not exist. Returns the problems. */
+static int check_names(const char *path)
+{
+    FILE *file = fopen(path, "r");
+    char line[1024];
+    int problems = 0, listed = 0;
+    bool seen[MAX_TESTS] = { false };
+    if (file == NULL) {
+        perror(path);
+        return 1;
+    }
+    while (fgets(line, sizeof line, file) != NULL) {
+        char *name = trim(line);
+        if (name[0] == '\0')
+            continue;
+        listed++;
+        int matches = 0;
+        for (int k = 0; k < test_count; k++)
+            if (strcmp(tests[k].name, name) == 0) {
+                matches++;
+                seen[k] = true;
+            }
+        if (matches != 1) {
+            printf("  [FAIL] test '%s' has %d lines in the manifests, not "
+                   "one\n", name, matches);
+            problems++;
+        }
+    }
+    fclose(file);
+    for (int k = 0; k < test_count; k++)
+        if (!seen[k]) {
+            printf("  [FAIL] the manifest of %s gives points to '%s', which "
+                   "is no test\n", tests[k].lesson, tests[k].name);
+            problems++;
+        }
+    if (problems == 0)
+        printf("  [pass] manifest: each of the %d tests has its points\n",
+               listed);
+    return problems;
+}
+
 int main(int argc, char **argv)
 {
     const char *lessons = NULL, *work = NULL, *out = NULL;
     const char *manifests = "tests/manifest", *expect = NULL, *tally = NULL;
-    const char *title = "grade", *sources = NULL;
+    const char *title = "grade", *sources = NULL, *names_path = NULL;
     double seconds = 0;
     bool progress = false;
 
@@ -577,13 +622,15 @@ int main(int argc, char **argv)
             title = argv[++k];
         else if (strcmp(argv[k], "--sources") == 0)
             sources = argv[++k];
+        else if (strcmp(argv[k], "--check-names") == 0)
+            names_path = argv[++k];
         else if (strcmp(argv[k], "--seconds") == 0)
             seconds = atof(argv[++k]);
         else
             fail_usage("unknown flag");
     }
-    if (lessons == NULL || work == NULL || (out == NULL && !progress &&
-                                            expect == NULL))
+    if (lessons == NULL || (names_path == NULL && (work == NULL ||
+        (out == NULL && !progress && expect == NULL))))
         fail_usage("--lessons, --work and --out are needed");
 
     char list[4096];
@@ -598,6 +645,18 @@ int main(int argc, char **argv)
     for (int k = 0; k < lesson_count; k++) {
         read_manifest(manifests, names[k], false);
         read_manifest(hidden, names[k], true);
+    }
+    if (names_path != NULL) {
+        int problems = check_names(names_path);
+        if (tally != NULL) {
+            FILE *file = fopen(tally, "a");
+            if (file != NULL) {
+                fprintf(file, "%d %d 0 manifest of %s\n", problems == 0,
+                        problems != 0, lessons);
+                fclose(file);
+            }
+        }
+        return problems == 0 ? 0 : 1;
     }
     for (int k = 0; k < lesson_count; k++)
         read_results(work, names[k]);

@@ -5,11 +5,6 @@
  *   runner ... --mode skeleton                         all must FAIL: a test
  *          that passes on the untouched skeleton cannot tell an unfinished
  *          submission from a finished one, and is itself a bug
- *   runner ... --mode fixture --expect FILE
- *          a broken submission (tests/fixtures/): every line of FILE,
- *          "fails: TEST | WORDS" or "passes: TEST", must hold for every
- *          test whose name starts with TEST; WORDS must appear in the
- *          failure message
  *   runner --list    prints every test's name, one a line, and runs none
  *   --tally FILE     appends "passed failed skipped title" for the summary
  *   --results FILE   writes one line per test for the grader:
@@ -28,7 +23,7 @@
 
 #include "harness.h"
 
-typedef enum { MODE_STUDENT, MODE_SOLUTION, MODE_SKELETON, MODE_FIXTURE } run_mode;
+typedef enum { MODE_STUDENT, MODE_SOLUTION, MODE_SKELETON } run_mode;
 
 typedef enum { OUTCOME_PASSED, OUTCOME_FAILED, OUTCOME_NOT_STARTED,
                OUTCOME_SKIPPED } outcome;
@@ -105,84 +100,6 @@ static verdict judge(TestResult *result, int index, const bool *completed)
     return v;
 }
 
-/* Trims spaces at both ends, in place. */
-static char *trim(char *text)
-{
-    while (*text == ' ' || *text == '\t')
-        text++;
-    size_t n = strlen(text);
-    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\n' ||
-                     text[n - 1] == '\r' || text[n - 1] == '\t'))
-        text[--n] = '\0';
-    return text;
-}
-
-/* Checks a fixture's expectations against the verdicts; prints one line per
- * expectation and counts them into *met and *unmet. */
-static void check_expectations(const char *path, const verdict *verdicts,
-                               int count, int *met, int *unmet)
-{
-    FILE *file = fopen(path, "r");
-    char line[1024];
-    if (file == NULL) {
-        perror(path);
-        (*unmet)++;
-        return;
-    }
-    while (fgets(line, sizeof line, file) != NULL) {
-        char *text = trim(line);
-        bool must_fail;
-        if (strncmp(text, "fails:", 6) == 0)
-            must_fail = true;
-        else if (strncmp(text, "passes:", 7) == 0)
-            must_fail = false;
-        else
-            continue; /* comments and blank lines */
-        char *name = trim(text + (must_fail ? 6 : 7));
-        char *words = strchr(name, '|');
-        if (words != NULL) {
-            *words++ = '\0';
-            words = trim(words);
-            name = trim(name);
-        }
-        int matched = 0;
-        const char *problem = NULL;
-        char detail[1200] = "";
-        for (int k = 0; k < count && problem == NULL; k++) {
-            const verdict *v = &verdicts[k];
-            if (strncmp(v->name, name, strlen(name)) != 0)
-                continue;
-            matched++;
-            bool failed = v->what != OUTCOME_PASSED;
-            if (must_fail && !failed)
-                problem = "passed, but this broken submission must fail it";
-            else if (!must_fail && failed)
-                problem = "failed, but it should pass";
-            else if (must_fail && words != NULL && words[0] != '\0' &&
-                     strstr(v->text, words) == NULL) {
-                problem = "failed without naming the problem";
-                snprintf(detail, sizeof detail, "; wanted \"%s\" in: %s",
-                         words, v->text);
-            }
-            if (problem != NULL && detail[0] == '\0')
-                snprintf(detail, sizeof detail, " (%s: %s)", v->name,
-                         v->text);
-        }
-        if (matched == 0)
-            problem = "no test has this name";
-        if (problem == NULL) {
-            (*met)++;
-            printf("  [pass] %s %s%s%s\n", must_fail ? "fails:" : "passes:",
-                   name, words ? " | " : "", words ? words : "");
-        } else {
-            (*unmet)++;
-            printf("  [FAIL] %s %s: %s%s\n", must_fail ? "fails:" : "passes:",
-                   name, problem, detail);
-        }
-    }
-    fclose(file);
-}
-
 /* One line per test; tabs and newlines in messages become spaces. */
 static int write_results(const char *path, const verdict *verdicts, int count)
 {
@@ -204,14 +121,13 @@ static int write_results(const char *path, const verdict *verdicts, int count)
 static void usage(void)
 {
     fprintf(stderr, "usage: runner --title TEXT [--mode student|solution|"
-            "skeleton|fixture] [--expect FILE] [--tally FILE] [--results "
-            "FILE] [--list]\n");
+            "skeleton] [--tally FILE] [--results FILE] [--list]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *title = "tests", *tally_path = NULL, *expect_path = NULL;
+    const char *title = "tests", *tally_path = NULL;
     const char *results_path = NULL;
     bool list_only = false;
     run_mode mode = MODE_STUDENT;
@@ -221,8 +137,6 @@ int main(int argc, char **argv)
             title = argv[++k];
         else if (strcmp(argv[k], "--tally") == 0 && k + 1 < argc)
             tally_path = argv[++k];
-        else if (strcmp(argv[k], "--expect") == 0 && k + 1 < argc)
-            expect_path = argv[++k];
         else if (strcmp(argv[k], "--results") == 0 && k + 1 < argc)
             results_path = argv[++k];
         else if (strcmp(argv[k], "--list") == 0)
@@ -235,15 +149,11 @@ int main(int argc, char **argv)
                 mode = MODE_SOLUTION;
             else if (strcmp(name, "skeleton") == 0)
                 mode = MODE_SKELETON;
-            else if (strcmp(name, "fixture") == 0)
-                mode = MODE_FIXTURE;
             else
                 usage();
         } else
             usage();
     }
-    if (mode == MODE_FIXTURE && expect_path == NULL)
-        usage();
 
     Suite *suite = lesson_suite();
     hidden_tests(suite);
@@ -276,13 +186,8 @@ int main(int argc, char **argv)
 
     int passed = 0, failed = 0, skipped = 0, not_started = 0;
     printf("%s%s\n", title, mode == MODE_SKELETON
-           ? " (untouched skeleton: every test must fail)"
-           : mode == MODE_FIXTURE ? " (a broken submission: the tests must "
-             "catch it)" : "");
-    if (mode == MODE_FIXTURE) {
-        check_expectations(expect_path, verdicts, count, &passed, &failed);
-        printf("  %d of %d expectations hold\n", passed, passed + failed);
-    } else if (mode == MODE_SKELETON) {
+           ? " (untouched skeleton: every test must fail)" : "");
+    if (mode == MODE_SKELETON) {
         /* Here a failure is the expected outcome. */
         for (int k = 0; k < count; k++) {
             if (verdicts[k].what == OUTCOME_PASSED) {
