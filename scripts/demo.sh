@@ -45,6 +45,12 @@ run "02 rows" "y = Ax with the rows of A split over 2 MPI ranks" \
 # shellcheck disable=SC2086
 run "02 columns" "the columns split instead, y combined by reduce-scatter" \
     $mpirun_cmd -np 2 $build/02-mpi-matvec/matvec_mpi --columns
+run "03 openmp" "y = Ax on 2 OpenMP threads: rows, schedules, columns, false sharing" \
+    env OMP_NUM_THREADS=2 $build/03-openmp/openmp
+# shellcheck disable=SC2086  # --bind-to none: Open MPI would bind the rank,
+# and both its threads, to one core
+run "03 hybrid" "1 MPI rank x 2 OpenMP threads" \
+    env OMP_NUM_THREADS=2 $mpirun_cmd -np 1 --bind-to none $build/03-openmp/hybrid
 
 echo "== summary"
 failed=0

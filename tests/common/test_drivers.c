@@ -26,6 +26,8 @@ static const bad_input cases[] = {
     { "00-setup", "stream", { "--n", "0" }, "--n must be from 1 to" },
     { "00-setup", "stream", { "--reps", "65" }, "--reps must be from 1 to 64" },
     { "00-setup", "stream", { "--fast" }, "unknown flag '--fast'" },
+    { "03-openmp", "openmp", { "--threads", "0" }, "--threads must be from 1 to 1024" },
+    { "03-openmp", "openmp", { "--reps", "x" }, "--reps needs a whole number" },
 };
 enum { case_count = sizeof cases / sizeof cases[0] };
 
@@ -163,6 +165,14 @@ static const struct {
     { 2, { "--out", "" }, "matvec_mpi: --out needs a value" },
     { 2, { "--out", "/nonexistent/folder" }, "matvec_mpi: --out: cannot write to '/nonexistent/folder'" },
 };
+/* The same for lesson 03's hybrid program. */
+static const struct {
+    const char *args[3];
+    const char *says;
+} hybrid_cases[] = {
+    { { "--m", "0" }, "hybrid: --m must be from 1 to" },
+    { { "--bogus" }, "hybrid: unknown flag '--bogus'" },
+};
 enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };
 
 START_TEST(mpi_driver_rejects_bad_input)
@@ -177,6 +187,21 @@ START_TEST(mpi_driver_rejects_bad_input)
                   r.exit_status, r.err);
     ck_assert_msg(occurrences(r.err, mpi_cases[_i].says) == 1, "expected "
                   "\"%s\" once, from rank 0: %s", mpi_cases[_i].says, r.err);
+    run_result_free(&r);
+}
+END_TEST
+
+START_TEST(hybrid_rejects_bad_input)
+{
+    char *args[3] = { NULL };
+    for (int k = 0; k < 2 && hybrid_cases[_i].args[k] != NULL; k++)
+        args[k] = (char *)hybrid_cases[_i].args[k];
+    run_result r = harness_run_mpi("03-openmp", "hybrid", 2, args, NULL, 30);
+    ck_assert_msg(!r.timed_out && r.signal == 0, "hybrid hung or crashed");
+    ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
+                  r.exit_status, r.err);
+    ck_assert_msg(occurrences(r.err, hybrid_cases[_i].says) == 1, "expected "
+                  "\"%s\" once, from rank 0: %s", hybrid_cases[_i].says, r.err);
     run_result_free(&r);
 }
 END_TEST
@@ -210,5 +235,9 @@ Suite *lesson_suite(void)
                                                      : "''");
         harness_add(suite, mpi_names[k], mpi_driver_rejects_bad_input, k, 40);
     }
+    harness_add(suite, "mpi bad input: hybrid on 2 ranks --m 0",
+                hybrid_rejects_bad_input, 0, 40);
+    harness_add(suite, "mpi bad input: hybrid on 2 ranks --bogus",
+                hybrid_rejects_bad_input, 1, 40);
     return suite;
 }
