@@ -249,7 +249,7 @@ progress: deps-ready ## one line per lesson and TODO: done, failing, not started
 	@scripts/grade.sh --progress --out build/progress
 
 bench: deps-ready ## time the solutions against OpenBLAS and STREAM, side by side
-	@$(MAKE) --no-print-directory $(BENCHES)
+	@$(MAKE) -j2 --no-print-directory $(BENCHES) $(PROGRAMS_solution)
 	@scripts/bench.sh
 
 slides: ## render slides/*.md to self-contained HTML in build/slides (needs pandoc)
