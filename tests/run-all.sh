@@ -57,6 +57,21 @@ for lesson in "$@"; do
     done
 done
 
+echo "== after the lessons and the broken submissions: nothing left running"
+strays=$(for proc in /proc/[0-9]*; do readlink "$proc/exe"; done 2>/dev/null | grep -c "^$PWD/build/")
+if [ "$strays" -eq 0 ]; then
+    echo "  [pass] no process of the toolkit's builds is still running"
+    echo "1 0 0 strays" >> "$tally"
+else
+    echo "  [FAIL] $strays process(es) of the toolkit's builds still running:"
+    for proc in /proc/[0-9]*; do
+        exe=$(readlink "$proc/exe" 2>/dev/null) && case "$exe" in "$PWD/build/"*) echo "    ${proc#/proc/} $exe" ;; esac
+    done
+    echo "0 1 0 strays" >> "$tally"
+    status=1
+fi
+echo
+
 echo "== the solutions, graded: full marks, in every format"
 if build/grade-tool/grade --lessons "$*" --work build/test/solutions/work \
         --out build/test/solutions > build/test/solutions/table.txt; then

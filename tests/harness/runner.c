@@ -17,9 +17,17 @@
  * never from anything the code under test prints. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "harness.h"
 
@@ -100,6 +108,56 @@ static verdict judge(TestResult *result, int index, const bool *completed)
     return v;
 }
 
+/* Kills every process that the tests left running, before any verdict is
+ * written: nothing of the code under test may outlive its tests and touch
+ * the results. On Linux the runner is a "subreaper", so a process that a
+ * test started and abandoned (even one that made itself a daemon) becomes
+ * the runner's child, and is found here. Returns how many there were. */
+static int kill_leftovers(void)
+{
+    int killed = 0;
+#ifdef __linux__
+    char own[32];
+    snprintf(own, sizeof own, "%d", (int)getpid());
+    for (int round = 0; round < 50; round++) {
+        int found = 0;
+        DIR *proc = opendir("/proc");
+        struct dirent *entry;
+        while (proc != NULL && (entry = readdir(proc)) != NULL) {
+            char path[300], line[512];
+            if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+                continue;
+            snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
+            FILE *file = fopen(path, "r");
+            if (file == NULL)
+                continue;
+            size_t length = fread(line, 1, sizeof line - 1, file);
+            fclose(file);
+            line[length] = '\0';
+            const char *after_name = strrchr(line, ')');
+            char state;
+            int parent;
+            if (after_name != NULL &&
+                sscanf(after_name + 1, " %c %d", &state, &parent) == 2 &&
+                parent == (int)getpid()) {
+                kill((pid_t)atoi(entry->d_name), SIGKILL);
+                found++;
+            }
+        }
+        if (proc != NULL)
+            closedir(proc);
+        /* Reap them (and any zombie): their own children come to us next. */
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        if (found == 0)
+            break;
+        killed += found;
+        nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+    }
+#endif
+    return killed;
+}
+
 /* One line per test; tabs and newlines in messages become spaces. */
 static int write_results(const char *path, const verdict *verdicts, int count)
 {
@@ -169,9 +227,13 @@ int main(int argc, char **argv)
         return 2;
     }
     harness_record_completions(fileno(completions));
+#ifdef __linux__
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
     SRunner *runner = srunner_create(suite);
     srunner_set_fork_status(runner, CK_FORK);
     srunner_run_all(runner, CK_SILENT);
+    int leftovers = kill_leftovers();
 
     int count = srunner_ntests_run(runner);
     TestResult **results = srunner_results(runner);
@@ -236,6 +298,10 @@ int main(int argc, char **argv)
         srunner_print(runner, CK_MINIMAL);
     }
 
+    if (leftovers > 0)
+        printf("  (%d process%s that the tests left running %s killed)\n",
+               leftovers, leftovers == 1 ? "" : "es",
+               leftovers == 1 ? "was" : "were");
     int status = failed == 0 ? 0 : 1;
     if (results_path != NULL && write_results(results_path, verdicts, count))
         status = 2;
