@@ -87,26 +87,14 @@ END_TEST
  * /proc/PID/cmdline) is the probe: a rank that outlived its run. */
 static bool probe_still_running(void)
 {
-    DIR *proc = opendir("/proc");
-    struct dirent *entry;
-    bool found = false;
-    if (proc == NULL)
-        return false;
-    while (!found && (entry = readdir(proc)) != NULL) {
-        char path[300], program[4096] = "";
-        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof path, "/proc/%s/cmdline", entry->d_name);
-        FILE *file = fopen(path, "r");
-        if (file == NULL)
-            continue;
-        size_t length = fread(program, 1, sizeof program - 1, file);
-        fclose(file);
-        program[length] = '\0';
-        found = strstr(program, "ledger_probe") != NULL;
-    }
-    closedir(proc);
-    return found;
+    enum { MAX_PROCESSES = 4096 };
+    static process_info list[MAX_PROCESSES];
+    size_t count = harness_processes(list, MAX_PROCESSES);
+    for (size_t k = 0; k < count; k++)
+        if (strstr(list[k].program, "ledger_probe") != NULL &&
+            list[k].state != 'Z')
+            return true;
+    return false;
 }
 
 START_TEST(deadlock_is_described_and_cleaned_up)

@@ -120,17 +120,13 @@ static char *slurp(FILE *file)
     return text;
 }
 
-/* Sends `signal` to every process in session `session`: the program and
- * all it started. Open MPI puts each rank in a process group of its own,
- * so killing mpirun's group is not enough; the session holds them all.
- * Reads /proc (Linux); elsewhere only the leader's group is signalled. */
-static int signal_session(pid_t session, int signal)
+size_t harness_processes(process_info *list, size_t capacity)
 {
-    int signalled = 0;
-    kill(-session, signal);
+    size_t count = 0;
     DIR *proc = opendir("/proc");
     struct dirent *entry;
-    while (proc != NULL && (entry = readdir(proc)) != NULL) {
+    while (proc != NULL && (entry = readdir(proc)) != NULL &&
+           count < capacity) {
         char path[300], stat_line[1024];
         if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
             continue;
@@ -144,19 +140,42 @@ static int signal_session(pid_t session, int signal)
         /* "pid (name) state ppid pgrp session ...": the name may hold
          * spaces and parentheses, so read from the last ')'. */
         const char *after_name = strrchr(stat_line, ')');
-        char state;
-        int parent, group, its_session;
+        process_info *p = &list[count];
+        int group;
         if (after_name == NULL ||
-            sscanf(after_name + 1, " %c %d %d %d", &state, &parent, &group,
-                   &its_session) != 4)
+            sscanf(after_name + 1, " %c %d %d %d", &p->state, &p->parent,
+                   &group, &p->session) != 4)
             continue;
-        if (its_session == (int)session && state != 'Z') {
-            kill((pid_t)atoi(entry->d_name), signal);
-            signalled++;
-        }
+        p->pid = atoi(entry->d_name);
+        snprintf(path, sizeof path, "/proc/%s/cmdline", entry->d_name);
+        file = fopen(path, "r");
+        length = file ? fread(p->program, 1, sizeof p->program - 1, file) : 0;
+        if (file != NULL)
+            fclose(file);
+        p->program[length] = '\0'; /* argv[0]: up to the first NUL */
+        count++;
     }
     if (proc != NULL)
         closedir(proc);
+    return count;
+}
+
+/* Sends `signal` to every process in session `session`: the program and
+ * all it started. Open MPI puts each rank in a process group of its own,
+ * so killing mpirun's group is not enough; the session holds them all.
+ * Elsewhere than Linux only the leader's group is signalled. */
+static int signal_session(pid_t session, int signal)
+{
+    enum { MAX_PROCESSES = 4096 };
+    static process_info list[MAX_PROCESSES];
+    int signalled = 0;
+    kill(-session, signal);
+    size_t count = harness_processes(list, MAX_PROCESSES);
+    for (size_t k = 0; k < count; k++)
+        if (list[k].session == (int)session && list[k].state != 'Z') {
+            kill((pid_t)list[k].pid, signal);
+            signalled++;
+        }
     return signalled;
 }
 

@@ -83,6 +83,16 @@ run_result harness_run(char *const argv[], char *const env[],
                        double timeout_s);
 void run_result_free(run_result *result);
 
+/* A running process, as /proc tells it (Linux; elsewhere there are none). */
+typedef struct {
+    int pid, parent, session;
+    char state;           /* 'R', 'S', ... 'Z' for a zombie */
+    char program[256];    /* argv[0] */
+} process_info;
+
+/* Fills `list` with up to `capacity` running processes; returns how many. */
+size_t harness_processes(process_info *list, size_t capacity);
+
 /* Path of a program of this build, e.g. harness_program("00-setup",
  * "hello_mpi"); the build folder comes from ZZ_BUILD_DIR. Static storage:
  * valid until the next call. */

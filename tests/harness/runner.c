@@ -17,7 +17,6 @@
  * never from anything the code under test prints. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,35 +116,16 @@ static int kill_leftovers(void)
 {
     int killed = 0;
 #ifdef __linux__
-    char own[32];
-    snprintf(own, sizeof own, "%d", (int)getpid());
+    enum { MAX_PROCESSES = 4096 };
+    static process_info list[MAX_PROCESSES];
     for (int round = 0; round < 50; round++) {
         int found = 0;
-        DIR *proc = opendir("/proc");
-        struct dirent *entry;
-        while (proc != NULL && (entry = readdir(proc)) != NULL) {
-            char path[300], line[512];
-            if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
-                continue;
-            snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
-            FILE *file = fopen(path, "r");
-            if (file == NULL)
-                continue;
-            size_t length = fread(line, 1, sizeof line - 1, file);
-            fclose(file);
-            line[length] = '\0';
-            const char *after_name = strrchr(line, ')');
-            char state;
-            int parent;
-            if (after_name != NULL &&
-                sscanf(after_name + 1, " %c %d", &state, &parent) == 2 &&
-                parent == (int)getpid()) {
-                kill((pid_t)atoi(entry->d_name), SIGKILL);
+        size_t count = harness_processes(list, MAX_PROCESSES);
+        for (size_t k = 0; k < count; k++)
+            if (list[k].parent == (int)getpid() && list[k].state != 'Z') {
+                kill((pid_t)list[k].pid, SIGKILL);
                 found++;
             }
-        }
-        if (proc != NULL)
-            closedir(proc);
         /* Reap them (and any zombie): their own children come to us next. */
         while (waitpid(-1, NULL, WNOHANG) > 0) {
         }
