@@ -20,6 +20,19 @@ LDFLAGS  ?=
 OPENMP_FLAGS ?= -fopenmp
 SANITIZE_FLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
+# CUDA is optional: lessons with CUDA sources build whenever $(NVCC) is found
+# (for sm_90, plus PTX for compute_75, the oldest this toolkit targets, which
+# any newer GPU can compile at load time), and are reported skipped without it.
+# Programs link the runtime library (cudart) and cuBLAS, never the driver
+# (-lcuda), so they build on machines without a GPU or its driver.
+HAVE_NVCC  := $(shell command -v $(NVCC) 2>/dev/null)
+CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(HAVE_NVCC)))
+CUDA_ARCH_FLAGS ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
+NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH_FLAGS) -Xcompiler -Wall,-Wextra$(if $(WERROR),$(comma)-Werror) $(if $(WERROR),-Werror all-warnings)
+CUDA_CFLAGS := -I$(CUDA_HOME)/include
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+comma := ,
+
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 BLAS_PC      ?= openblas
@@ -40,6 +53,9 @@ export ZZ_MPIRUN_TIMEOUT_FLAG := $(MPIRUN_TIMEOUT_FLAG)
 # ---- What there is ----------------------------------------------------------
 LESSONS := $(sort $(notdir $(patsubst %/lesson.mk,%,$(wildcard lessons/*/lesson.mk))))
 include $(foreach lesson,$(LESSONS),lessons/$(lesson)/lesson.mk)
+# Lessons with CUDA sources (lesson.mk's CUDA list) need nvcc to build.
+CUDA_LESSONS  := $(foreach lesson,$(LESSONS),$(if $($(lesson)_CUDA),$(lesson)))
+BUILT_LESSONS := $(if $(HAVE_NVCC),$(LESSONS),$(filter-out $(CUDA_LESSONS),$(LESSONS)))
 
 # The shared library; not_done.o and the MPI parts are linked explicitly
 # (tests replace not_done.o with the harness's version; the communication
@@ -64,6 +80,9 @@ sanitize_FLAGS := $(SANITIZE_FLAGS)
 
 # For scripts: the lessons, and each lesson's edited files as LESSON/FILE.
 export ZZ_LESSONS := $(LESSONS)
+# Lessons that cannot be built here, and why: reported as skipped.
+export ZZ_UNBUILT := $(filter-out $(BUILT_LESSONS),$(LESSONS))
+export ZZ_UNBUILT_REASON := nvcc (the CUDA toolkit) was not found, so the CUDA lessons were not built
 export ZZ_EDITED := $(foreach lesson,$(LESSONS),$(addprefix $(lesson)/,$($(lesson)_EDITED)))
 
 # L=1, L=01 or L=01-serial-matvec all name lesson 01.
@@ -78,10 +97,11 @@ build/$(1)/common/%.o: common/%.c
 	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -MMD -MP -c $$< -o $$@
 build/$(1)/tests/%.o: tests/%.c
 	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(OPENMP_FLAGS) $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
+	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(OPENMP_FLAGS) $$(EXTRA_FLAGS) $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
 build/$(1)/common/libcommon.a: $$(patsubst common/%.c,build/$(1)/common/%.o,$$(COMMON_SOURCES))
 	$$(AR) rcs $$@ $$^
 build/$(1)/common/check_mpi.o build/$(1)/common/comm_ledger.o: COMPILER = $$(MPICC)
+build/$(1)/common/check_cuda.o: EXTRA_FLAGS = $$(CUDA_CFLAGS)
 endef
 
 # Lesson sources: a solution build looks in solutions/ first.
@@ -89,24 +109,29 @@ define lesson_source_rules
 build/$(1)/%.o: $(2)/%.c
 	@mkdir -p $$(@D)
 	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -Ilessons/$$(*D) -MMD -MP -c $$< -o $$@
+build/$(1)/%.o: $(2)/%.cu
+	@mkdir -p $$(@D)
+	$$(NVCC) $$(NVCC_FLAGS) -Icommon -Ilessons/$$(*D) -MMD -MP -c $$< -o $$@
 endef
 
 # $(1): variant, $(2): lesson, $(3): program
 define program_rules
-build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS))
-	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o,$$^) build/$(SHARED_$(1))/common/libcommon.a -lm -o $$@
+build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o)
+	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o,$$^) build/$(SHARED_$(1))/common/libcommon.a $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 endef
 
 # $(1): variant, $(2): lesson
 define lesson_rules
 $(foreach source,$($(2)_MPI),build/$(1)/$(2)/$(source:.c=.o)): COMPILER = $$(MPICC)
 $(foreach source,$($(2)_OPENMP),build/$(1)/$(2)/$(source:.c=.o)): EXTRA_FLAGS = $$(OPENMP_FLAGS)
+# A lesson with CUDA: its host code and tests see the CUDA runtime's headers.
+$(if $($(2)_CUDA),build/$(1)/$(2)/%.o build/$(SHARED_$(1))/tests/test_$(2).o: EXTRA_FLAGS += $$(CUDA_CFLAGS))
 # A lesson with MPI has headers that include mpi.h: its tests need mpicc too.
 $(if $($(2)_MPI),build/$(SHARED_$(1))/tests/test_$(2).o: COMPILER = $$(MPICC))
 $(foreach program,$($(2)_PROGRAMS),$(eval $(call program_rules,$(1),$(2),$(program))))
-build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) $(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
+build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) $(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 	@mkdir -p $$(@D)
-	$(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
+	$(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 TESTS_$(1) += build/$(1)/tests/test_$(2)
 endef
@@ -124,6 +149,12 @@ build/$(GRADE_VARIANT)/$(1)/%.o: $(GRADE_SRC)/$(1)/%.c
 build/$(GRADE_VARIANT)/$(1)/%.o: lessons/$(1)/%.c
 	@mkdir -p $$(@D)
 	$$(COMPILER) $$(CFLAGS) $$(student_FLAGS) $$(filter-out -Werror,$$(WARN_FLAGS)) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
+build/$(GRADE_VARIANT)/$(1)/%.o: $(GRADE_SRC)/$(1)/%.cu
+	@mkdir -p $$(@D)
+	$$(NVCC) $$(NVCC_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
+build/$(GRADE_VARIANT)/$(1)/%.o: lessons/$(1)/%.cu
+	@mkdir -p $$(@D)
+	$$(NVCC) $$(NVCC_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
 endef
 GRADE_ID ?= default
 GRADE_VARIANT := graded/$(GRADE_ID)
@@ -137,10 +168,10 @@ $(eval $(call lesson_source_rules,solution,solutions))
 $(eval $(call lesson_source_rules,solution,lessons))
 $(eval $(call lesson_source_rules,sanitize,solutions))
 $(eval $(call lesson_source_rules,sanitize,lessons))
-$(foreach variant,$(VARIANTS),$(foreach lesson,$(LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
+$(foreach variant,$(VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
 ifneq ($(GRADE_SRC),)
-$(foreach lesson,$(LESSONS),$(eval $(call graded_rules,$(lesson))))
-$(foreach lesson,$(LESSONS),$(eval $(call lesson_rules,$(GRADE_VARIANT),$(lesson))))
+$(foreach lesson,$(BUILT_LESSONS),$(eval $(call graded_rules,$(lesson))))
+$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_rules,$(GRADE_VARIANT),$(lesson))))
 endif
 
 # The grader's own tools, built from this repository alone.
@@ -214,11 +245,12 @@ demo: deps-ready ## build the solutions and run every lesson at its default size
 
 test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, sanitizers
 	@$(MAKE) -j2 --no-print-directory build-student build-solution build-sanitize build/grade-tool/grade
-	@tests/run-all.sh $(LESSONS)
+	@tests/run-all.sh $(BUILT_LESSONS)
 
 check: ## run one lesson's tests on your files: make check L=01
 	@test -n "$(L)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
 	@test -n "$(LESSON_DIR)" || { echo "make check: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
+	@if [ -n "$(filter $(LESSON_DIR),$(ZZ_UNBUILT))" ]; then echo "lesson $(LESSON_DIR): [skip] every test: $(ZZ_UNBUILT_REASON) (nvcc on PATH, or make NVCC=/path/to/nvcc)"; exit 0; fi
 	@$(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR)
 	@ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student
 

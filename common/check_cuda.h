@@ -11,6 +11,8 @@
 #ifndef ZZ_CHECK_CUDA_H
 #define ZZ_CHECK_CUDA_H
 
+#include <stddef.h>
+
 #include <cuda_runtime_api.h>
 
 #ifdef __cplusplus
@@ -29,6 +31,12 @@ extern "C" {
 
 void cuda_check_failed(cudaError_t error, const char *call, const char *file,
                        int line);
+
+/* How many CUDA devices this process can use. When there are none (no GPU,
+ * no driver, CUDA_VISIBLE_DEVICES empty), returns 0 and says why in `why`,
+ * e.g. "no CUDA device: cudaGetDeviceCount: CUDA driver version is
+ * insufficient for CUDA runtime version". Never exits. */
+int cuda_devices_available(char *why, size_t len);
 
 #ifdef __cplusplus
 }

@@ -57,6 +57,16 @@ for lesson in "$@"; do
     done
 done
 
+# Lessons that could not be built here (CUDA without nvcc): every test is
+# reported skipped, with the reason, and counted as skipped.
+for lesson in ${ZZ_UNBUILT:-}; do
+    count=$(grep -c '^[^#].*|.*|' "tests/manifest/$lesson.txt")
+    echo "== lesson $lesson"
+    echo "  [skip] all $count tests: ${ZZ_UNBUILT_REASON:-not built here}"
+    echo "0 0 $count lesson $lesson (not built)" >> "$tally"
+    echo
+done
+
 echo "== after the lessons and the broken submissions: nothing left running"
 strays=$(for proc in /proc/[0-9]*; do readlink "$proc/exe"; done 2>/dev/null | grep -c "^$PWD/build/")
 if [ "$strays" -eq 0 ]; then
