@@ -94,7 +94,7 @@ LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
 define variant_rules
 build/$(1)/common/%.o: common/%.c
 	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -MMD -MP -c $$< -o $$@
+	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $$(EXTRA_FLAGS) -Icommon -MMD -MP -c $$< -o $$@
 build/$(1)/tests/%.o: tests/%.c
 	@mkdir -p $$(@D)
 	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(OPENMP_FLAGS) $$(EXTRA_FLAGS) $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
@@ -117,7 +117,7 @@ endef
 # $(1): variant, $(2): lesson, $(3): program
 define program_rules
 build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o)
-	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_OPENMP:.c=.o)),$$(OPENMP_FLAGS)) $$(LDFLAGS) $$(filter %.o,$$^) build/$(SHARED_$(1))/common/libcommon.a $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
+	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o,$$^) build/$(SHARED_$(1))/common/libcommon.a $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 endef
 
 # $(1): variant, $(2): lesson
@@ -182,7 +182,7 @@ build/grade-tool/grade: tests/harness/grade.c
 # The communication ledger's test program (an MPI program the tests launch).
 define probe_rules
 build/$(1)/tests/common/ledger_probe: build/$(1)/tests/common/ledger_probe.o $(COMMON_MPI_OBJS) build/$(1)/common/libcommon.a
-	$$(MPICC) $$(CFLAGS) $$($(1)_FLAGS) $$(LDFLAGS) $$^ -o $$@
+	$$(MPICC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$^ -o $$@
 build/$(1)/tests/common/ledger_probe.o: COMPILER = $$(MPICC)
 PROGRAMS_$(1) += build/$(1)/tests/common/ledger_probe
 endef
@@ -192,7 +192,7 @@ $(foreach variant,solution sanitize,$(eval $(call probe_rules,$(variant))))
 COMMON_TESTS := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
 define common_test_rules
 build/$(1)/tests/common/$(2): build/$(1)/tests/common/$(2).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1))
-	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
+	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
 TESTS_$(1) += build/$(1)/tests/common/$(2)
 endef
 $(foreach variant,solution sanitize,$(foreach test,$(COMMON_TESTS),$(eval $(call common_test_rules,$(variant),$(test)))))

@@ -1,0 +1,71 @@
+/* A multilayer perceptron for classification, the model of lessons 05-07.
+ *
+ * Its parameters live in one flat buffer of floats and its gradients in
+ * another of the same length, with a view per layer into each: sharding the
+ * model between processes (lesson 06) is then slicing one array.
+ *
+ *   layer l: out = activation(in · W_l^T + b_l),  W_l is (out_l, in_l)
+ *   the last layer has no activation; softmax cross-entropy on its outputs.
+ *
+ * Layout of the flat buffer: for each layer in order, W_l row-major, then
+ * b_l. All the floats here are fp32; lesson 06 adds 16-bit copies.
+ *
+ * Forward and backward run on a mini-batch with the blocked, OpenMP-threaded
+ * products of common/matmul.h. Each output element is summed in the same
+ * order whatever the thread count, so results do not depend on it. */
+#ifndef ZZ_MLP_H
+#define ZZ_MLP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { ACTIVATION_RELU, ACTIVATION_GELU } activation_kind;
+
+typedef struct {
+    int inputs;          /* features per sample */
+    int classes;         /* outputs */
+    int hidden_layers;   /* depth: 0 gives logistic regression */
+    int width;           /* units per hidden layer */
+    activation_kind activation;
+} mlp_config;
+
+/* One layer's view into the flat buffers. */
+typedef struct {
+    int in, out;
+    size_t weights;      /* offset of W (out, in) in the flat buffers */
+    size_t biases;       /* offset of b (out) */
+} mlp_layer;
+
+typedef struct {
+    mlp_config config;
+    int layer_count;     /* hidden_layers + 1 */
+    mlp_layer *layers;   /* (layer_count) */
+    size_t parameter_count;
+    float *params;       /* (parameter_count), in the memory ledger as parameters */
+    float *grads;        /* (parameter_count), as gradients */
+    size_t max_batch;
+    float *activations;  /* every layer's pre- and post-activation outputs for
+                            max_batch samples, as activations */
+    float *scratch;      /* backward's working space */
+} mlp;
+
+/* Builds a model for batches of up to max_batch samples. Returns 0, or -1
+ * with the reason in `error` (a size that overflows, no memory). */
+int mlp_create(mlp *model, const mlp_config *config, size_t max_batch,
+               char *error, size_t error_len);
+void mlp_free(mlp *model);
+
+/* Parameters from a seed: weights uniform in [-s, s] with s = sqrt(6/in)
+ * (He et al., 2015, for ReLU), biases zero. Entry k of the flat buffer is a
+ * function of (seed, k) only, so every process makes the same model. */
+void mlp_init(mlp *model, uint64_t seed);
+
+/* Loss of the batch: the mean over its samples of softmax cross-entropy.
+ * inputs is (batch, inputs) row-major, labels is (batch), 0 <= label <
+ * classes. With `backward`, also sets grads to the gradient of that mean
+ * (overwriting it). *correct, when not NULL, receives how many samples the
+ * model classifies right (before any update). */
+float mlp_step(mlp *model, const float *inputs, const int *labels,
+               size_t batch, int backward, int *correct);
+
+#endif

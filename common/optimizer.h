@@ -1,0 +1,31 @@
+/* Optimizers: update parameters from gradients, one slice of the flat
+ * buffers at a time, so that a process can update only the shard it owns
+ * (lesson 06). `count` floats from each pointer. */
+#ifndef ZZ_OPTIMIZER_H
+#define ZZ_OPTIMIZER_H
+
+#include <stddef.h>
+
+typedef struct {
+    float learning_rate;
+    float momentum;       /* 0 for plain SGD */
+} sgd_config;
+
+/* velocity = momentum * velocity + grad; param -= learning_rate * velocity */
+void sgd_step(const sgd_config *config, float *params, const float *grads,
+              float *velocity, size_t count);
+
+typedef struct {
+    float learning_rate;
+    float beta1, beta2;   /* 0.9, 0.999 */
+    float epsilon;        /* 1e-8 */
+    float weight_decay;   /* decoupled (AdamW; Loshchilov and Hutter, 2019) */
+} adamw_config;
+
+/* One AdamW step (Kingma and Ba, 2015, with decoupled weight decay);
+ * `step` counts from 1 and sets the bias corrections. m and v are the
+ * first and second moments, zero before the first step. */
+void adamw_step(const adamw_config *config, long step, float *params,
+                const float *grads, float *m, float *v, size_t count);
+
+#endif
