@@ -30,4 +30,8 @@ FILE *bench_csv_open(void);
 /* Appends one row; also prints it as a line of the table on stdout. */
 void bench_record(FILE *csv, const bench_row *row);
 
+/* Appends one row to the CSV only (for benchmarks with tables of their
+ * own). */
+void bench_csv_row(FILE *csv, const bench_row *row);
+
 #endif

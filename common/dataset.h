@@ -20,12 +20,31 @@ typedef struct {
 
 /* The default task: `count` samples of `features` features in `classes`
  * classes, from `seed`. Each class is a cluster around its own random
- * centre; the clusters overlap enough that a linear model does not solve it
- * and a small MLP does (the stated accuracy is in the .c file and checked
- * by the tests). Sample k depends only on (seed, k): any process can make
- * any slice. Returns 0, or -1 with the reason. */
+ * centre (features uniform in [-1, 1]) and its mirror image around minus
+ * that centre, with noise of deviation 1 per feature; the clusters overlap
+ * enough that a linear model does not solve it and a small MLP does.
+ * Sample k depends only on (seed, k): any process can make any slice.
+ * Returns 0, or -1 with the reason.
+ *
+ * Measured on lesson 05's default task (seed 1; 64 features, 10 classes;
+ * samples 0-8191 to train, taken 64 at a time in order, and 8192-10239
+ * held out; an MLP with 2 hidden layers of width 128, ReLU, mlp_init with
+ * the same seed; AdamW, learning rate 1e-3, no weight decay): held-out
+ * accuracy 9% after 1 step, 78% after 100, 96% after 300 (94.5-97% over
+ * seeds 1-8; 94% with batches of 32), 97.6% after 1000. A linear model
+ * (no hidden layer) stays at chance, 10-11%. tests/common/test_model.c
+ * requires 90% after 300 steps. */
 int dataset_synthetic(dataset *data, size_t count, int features, int classes,
                       uint64_t seed, char *error, size_t error_len);
+
+/* Samples first, first + 1, ..., first + count - 1 of the same task: the
+ * same numbers dataset_synthetic gives at those indices. A held-out set is
+ * the samples after the training ones: dataset_synthetic(&train, 8192, ...)
+ * and dataset_synthetic_range(&held, 8192, 2048, ...), or one call for
+ * 10240 samples split at 8192. */
+int dataset_synthetic_range(dataset *data, size_t first, size_t count,
+                            int features, int classes, uint64_t seed,
+                            char *error, size_t error_len);
 
 /* MNIST's images and labels (the IDX format: magic 0x00000803 for images,
  * 0x00000801 for labels, big-endian sizes). Pixels become floats in [0, 1];

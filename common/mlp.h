@@ -50,7 +50,10 @@ typedef struct {
 } mlp;
 
 /* Builds a model for batches of up to max_batch samples. Returns 0, or -1
- * with the reason in `error` (a size that overflows, no memory). */
+ * with a one-line reason in `error` (a configuration out of range: inputs
+ * < 1, classes < 2, hidden_layers < 0, width < 1 with hidden layers,
+ * max_batch 0; a size that overflows; no memory). After a failure *model
+ * is all zeros, and mlp_free on it is harmless. */
 int mlp_create(mlp *model, const mlp_config *config, size_t max_batch,
                char *error, size_t error_len);
 void mlp_free(mlp *model);
@@ -64,8 +67,27 @@ void mlp_init(mlp *model, uint64_t seed);
  * inputs is (batch, inputs) row-major, labels is (batch), 0 <= label <
  * classes. With `backward`, also sets grads to the gradient of that mean
  * (overwriting it). *correct, when not NULL, receives how many samples the
- * model classifies right (before any update). */
+ * model classifies right (before any update).
+ *
+ * A caller's mistake (batch 0, batch > max_batch, a label out of range)
+ * returns NAN and leaves grads and *correct untouched. */
 float mlp_step(mlp *model, const float *inputs, const int *labels,
                size_t batch, int backward, int *correct);
+
+/* Called by mlp_step_hooked as soon as the backward pass has finished
+ * layer `layer`'s gradient: `slice` is that layer's part of grads (W_l
+ * then b_l, `count` floats, at layers[layer].weights). The backward pass
+ * never reads or writes that slice again, so the hook may hand it to a
+ * non-blocking reduction while the layers below are computed (lesson 05's
+ * overlap of communication with computation). */
+typedef void mlp_layer_hook(int layer, float *slice, size_t count,
+                            void *context);
+
+/* mlp_step with backward, calling `hook` (when not NULL) with `context`
+ * once for each layer, last layer first, as its gradient is done. Returns
+ * the same loss and gradients as mlp_step. */
+float mlp_step_hooked(mlp *model, const float *inputs, const int *labels,
+                      size_t batch, int *correct, mlp_layer_hook *hook,
+                      void *context);
 
 #endif

@@ -51,6 +51,9 @@ run "03 openmp" "y = Ax on 2 OpenMP threads: rows, schedules, columns, false sha
 # and both its threads, to one core
 run "03 hybrid" "1 MPI rank x 2 OpenMP threads" \
     env OMP_NUM_THREADS=2 $mpirun_cmd -np 1 --bind-to none $build/03-openmp/hybrid
+# shellcheck disable=SC2086
+run "05 train" "data-parallel training on 2 ranks, gradients by the ring allreduce" \
+    env OMP_NUM_THREADS=1 $mpirun_cmd -np 2 $build/05-data-parallel/train
 
 echo "== summary"
 failed=0

@@ -165,14 +165,21 @@ static const struct {
     { 2, { "--out", "" }, "matvec_mpi: --out needs a value" },
     { 2, { "--out", "/nonexistent/folder" }, "matvec_mpi: --out: cannot write to '/nonexistent/folder'" },
 };
-/* The same for lesson 03's hybrid program. */
+/* The same for lesson 03's hybrid program and lesson 05's programs. */
 static const struct {
+    const char *lesson, *program;
     const char *args[3];
     const char *says;
-} hybrid_cases[] = {
-    { { "--m", "0" }, "hybrid: --m must be from 1 to" },
-    { { "--bogus" }, "hybrid: unknown flag '--bogus'" },
+} other_mpi_cases[] = {
+    { "03-openmp", "hybrid", { "--m", "0" }, "hybrid: --m must be from 1 to" },
+    { "03-openmp", "hybrid", { "--bogus" }, "hybrid: unknown flag '--bogus'" },
+    { "05-data-parallel", "train", { "--steps", "0" }, "train: --steps must be from 1 to" },
+    { "05-data-parallel", "train", { "--optimizer", "lbfgs" }, "train: --optimizer must be adamw or sgd" },
+    { "05-data-parallel", "train", { "--mnist-images", "/nonexistent" }, "train: --mnist-images and --mnist-labels go together" },
+    { "05-data-parallel", "train", { "--allreduce", "tree" }, "train: --allreduce must be mpi, ring or overlap" },
+    { "05-data-parallel", "ring_check", { "--counts", "1,x" }, "ring_check: --counts needs lengths" },
 };
+enum { other_mpi_case_count = sizeof other_mpi_cases / sizeof other_mpi_cases[0] };
 enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };
 
 START_TEST(mpi_driver_rejects_bad_input)
@@ -191,17 +198,21 @@ START_TEST(mpi_driver_rejects_bad_input)
 }
 END_TEST
 
-START_TEST(hybrid_rejects_bad_input)
+START_TEST(other_mpi_rejects_bad_input)
 {
     char *args[3] = { NULL };
-    for (int k = 0; k < 2 && hybrid_cases[_i].args[k] != NULL; k++)
-        args[k] = (char *)hybrid_cases[_i].args[k];
-    run_result r = harness_run_mpi("03-openmp", "hybrid", 2, args, NULL, 30);
-    ck_assert_msg(!r.timed_out && r.signal == 0, "hybrid hung or crashed");
+    for (int k = 0; k < 2 && other_mpi_cases[_i].args[k] != NULL; k++)
+        args[k] = (char *)other_mpi_cases[_i].args[k];
+    run_result r = harness_run_mpi(other_mpi_cases[_i].lesson,
+                                   other_mpi_cases[_i].program, 2, args, NULL,
+                                   30);
+    ck_assert_msg(!r.timed_out && r.signal == 0, "%s hung or crashed",
+                  other_mpi_cases[_i].program);
     ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
                   r.exit_status, r.err);
-    ck_assert_msg(occurrences(r.err, hybrid_cases[_i].says) == 1, "expected "
-                  "\"%s\" once, from rank 0: %s", hybrid_cases[_i].says, r.err);
+    ck_assert_msg(occurrences(r.err, other_mpi_cases[_i].says) == 1,
+                  "expected \"%s\" once, from rank 0: %s",
+                  other_mpi_cases[_i].says, r.err);
     run_result_free(&r);
 }
 END_TEST
@@ -235,9 +246,16 @@ Suite *lesson_suite(void)
                                                      : "''");
         harness_add(suite, mpi_names[k], mpi_driver_rejects_bad_input, k, 40);
     }
-    harness_add(suite, "mpi bad input: hybrid on 2 ranks --m 0",
-                hybrid_rejects_bad_input, 0, 40);
-    harness_add(suite, "mpi bad input: hybrid on 2 ranks --bogus",
-                hybrid_rejects_bad_input, 1, 40);
+    static char other_names[other_mpi_case_count][128];
+    for (int k = 0; k < other_mpi_case_count; k++) {
+        int used = snprintf(other_names[k], sizeof other_names[k],
+                            "mpi bad input: %s on 2 ranks",
+                            other_mpi_cases[k].program);
+        for (int a = 0; a < 2 && other_mpi_cases[k].args[a] != NULL; a++)
+            used += snprintf(other_names[k] + used,
+                             sizeof other_names[k] - (size_t)used, " %s",
+                             other_mpi_cases[k].args[a]);
+        harness_add(suite, other_names[k], other_mpi_rejects_bad_input, k, 40);
+    }
     return suite;
 }
