@@ -83,6 +83,7 @@ export ZZ_LESSONS := $(LESSONS)
 # Lessons that cannot be built here, and why: reported as skipped.
 export ZZ_UNBUILT := $(filter-out $(BUILT_LESSONS),$(LESSONS))
 export ZZ_UNBUILT_REASON := nvcc (the CUDA toolkit) was not found, so the CUDA lessons were not built
+export ZZ_CUDA_LESSONS := $(CUDA_LESSONS)
 export ZZ_EDITED := $(foreach lesson,$(LESSONS),$(addprefix $(lesson)/,$($(lesson)_EDITED)))
 
 # L=1, L=01 or L=01-serial-matvec all name lesson 01.
@@ -201,12 +202,14 @@ $(foreach variant,solution sanitize,$(foreach test,$(COMMON_TESTS),$(eval $(call
 # Benchmarks: bench/bench_NN.c times lesson NN's solution against baselines
 # (OpenBLAS, STREAM); it links the objects that lesson.mk lists in
 # NN-*_BENCH_OBJS, and MPI when NN-*_BENCH_MPI is set.
-BENCHES := $(patsubst bench/%.c,build/bench/%,$(wildcard bench/bench_*.c))
+# A benchmark of a lesson that is not built here (CUDA without nvcc) is not
+# built either; scripts/bench.sh reports it skipped.
+BENCHES := $(foreach bench,$(patsubst bench/%.c,%,$(wildcard bench/bench_*.c)),$(if $(filter $(call lesson_of,$(patsubst bench_%,%,$(bench))),$(BUILT_LESSONS)),build/bench/$(bench)))
 # $(1): bench name (bench_01), $(2): lesson
 define bench_rules
-build/bench/$(1): bench/$(1).c $(addprefix build/solution/$(2)/,$($(2)_BENCH_OBJS)) build/solution/common/libcommon.a $(if $($(2)_BENCH_MPI),$(call COMMON_MPI_OBJS_OF,solution))
+build/bench/$(1): bench/$(1).c $(addprefix build/solution/$(2)/,$($(2)_BENCH_OBJS)) build/solution/common/libcommon.a $(if $($(2)_BENCH_MPI),$(call COMMON_MPI_OBJS_OF,solution)) $(if $($(2)_CUDA),build/solution/common/check_cuda.o)
 	@mkdir -p $$(@D)
-	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $$(BLAS_CFLAGS) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o,$$^) build/solution/common/libcommon.a $$(BLAS_LIBS) -lm -o $$@
+	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $$(BLAS_CFLAGS) $(if $($(2)_CUDA),$$(CUDA_CFLAGS)) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o,$$^) build/solution/common/libcommon.a $$(BLAS_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 endef
 COMMON_MPI_OBJS_OF = $(patsubst common/%.c,build/$(1)/common/%.o,$(COMMON_MPI_SOURCES))
 $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call lesson_of,$(patsubst bench_%,%,$(notdir $(bench)))))))
@@ -250,9 +253,12 @@ test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, san
 check: ## run one lesson's tests on your files: make check L=01
 	@test -n "$(L)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
 	@test -n "$(LESSON_DIR)" || { echo "make check: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
-	@if [ -n "$(filter $(LESSON_DIR),$(ZZ_UNBUILT))" ]; then echo "lesson $(LESSON_DIR): [skip] every test: $(ZZ_UNBUILT_REASON) (nvcc on PATH, or make NVCC=/path/to/nvcc)"; exit 0; fi
-	@$(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR)
-	@ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student
+	@if [ -n "$(filter $(LESSON_DIR),$(ZZ_UNBUILT))" ]; then \
+	    echo "lesson $(LESSON_DIR): [skip] every test: $(ZZ_UNBUILT_REASON) (nvcc on PATH, or make NVCC=/path/to/nvcc)"; \
+	else \
+	    $(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR) && \
+	    ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student; \
+	fi
 
 grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree, SANDBOX=1
 	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make grade: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }

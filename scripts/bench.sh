@@ -14,6 +14,17 @@ for source in bench/bench_*.c bench/bench_*.sh; do
     name=$(basename "${source%.*}")
     case "$source" in
         *.c) [ -e "bench/$name.sh" ] && continue
+             # A lesson that is not built here (CUDA without nvcc) has no
+             # benchmark to run: say so, and go on.
+             lesson=""
+             for unbuilt in ${ZZ_UNBUILT:-}; do
+                 case $unbuilt in "${name#bench_}"-*) lesson=$unbuilt ;; esac
+             done
+             if [ -n "$lesson" ]; then
+                 echo "lesson ${name#bench_}: skipped: ${ZZ_UNBUILT_REASON:-not built here}"
+                 echo
+                 continue
+             fi
              # Serial benchmarks: one thread, whatever the environment says;
              # threaded ones set their own counts.
              OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "build/bench/$name" ;;

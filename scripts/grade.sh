@@ -145,8 +145,12 @@ for lesson in "${lessons[@]}"; do
         $progress || echo "grade: lesson $lesson does not compile (see $work/$lesson.build.log)"
         continue
     fi
+    # CUDA reserves far more address space than it uses: its lessons get
+    # no address-space limit (the GPU's own memory bounds them).
+    lesson_memory=$memory_kib
+    [[ " ${ZZ_CUDA_LESSONS:-} " == *" $lesson "* ]] && lesson_memory=unlimited
     (
-        ulimit -t "$cpu_seconds" -v "$memory_kib" -f "$file_kib"
+        ulimit -t "$cpu_seconds" -v "$lesson_memory" -f "$file_kib"
         [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
         exec timeout --kill-after=10 "$wall_seconds" setsid \
             "${sandbox_command[@]}" env ZZ_BUILD_DIR="$build_dir" "$binary" \

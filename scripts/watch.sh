@@ -22,7 +22,7 @@ if command -v inotifywait >/dev/null 2>&1; then
     done
 else
     echo "watch: inotifywait not found (apt-get install inotify-tools); checking the files' times every second instead"
-    stamp() { find "$dir" -name '*.[ch]' -newer "$1" -print -quit; }
+    stamp() { find "$dir" \( -name '*.[ch]' -o -name '*.cu' \) -newer "$1" -print -quit; }
     marker=$(mktemp)
     trap 'rm -f "$marker"' EXIT
     while sleep 1; do

@@ -1,0 +1,16 @@
+# Lesson 04's build, read by the top Makefile (see lessons/01-*/lesson.mk for
+# what each variable means).
+#   CUDA: the lesson's .cu sources. With them, the lesson is built only where
+#         nvcc is found (elsewhere its tests are reported skipped); its .c
+#         files and its tests see the CUDA headers, and its programs and
+#         tests link the CUDA runtime and cuBLAS.
+LESSON := 04-cuda-matvec
+$(LESSON)_TITLE     := 04 CUDA matvec
+$(LESSON)_EDITED    := cuda_matvec.cu
+$(LESSON)_PROGRAMS  := cuda_matvec
+$(LESSON)_cuda_matvec_OBJS := main.o cuda_matvec.o float_reference.o
+$(LESSON)_TEST_OBJS := cuda_matvec.o
+$(LESSON)_MPI       :=
+$(LESSON)_OPENMP    :=
+$(LESSON)_CUDA      := cuda_matvec.cu
+$(LESSON)_BENCH_OBJS := cuda_matvec.o float_reference.o
