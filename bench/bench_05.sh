@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mpirun_cmd=${ZZ_MPIRUN:-mpirun}
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 for ranks in 2 4; do
+    [ "$ranks" -le "$cores" ] || echo "(note: $ranks ranks on $cores cores: oversubscribed, so these figures say little about a real network)"
     # shellcheck disable=SC2086  # ZZ_MPIRUN is a command line
     $mpirun_cmd -np $ranks build/bench/bench_05
     echo

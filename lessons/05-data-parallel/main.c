@@ -129,8 +129,8 @@ int main(int argc, char **argv)
           1, 1 << 16 },
         { "optimizer", CLI_STRING, &c.optimizer, "adamw or sgd (momentum 0.9)",
           0, 0 },
-        { "lr", CLI_DOUBLE, &learning_rate, "learning rate (default 1e-3 for "
-          "adamw, 0.05 for sgd)", 1e-9, 10 },
+        { "lr", CLI_DOUBLE, &learning_rate, "learning rate; -1 means 1e-3 "
+          "for adamw, 0.05 for sgd", 1e-9, 10 },
         { "allreduce", CLI_STRING, &c.allreduce, "mpi (TODO 2), ring (TODO 3) "
           "or overlap (TODO 4)", 0, 0 },
         { "hidden", CLI_INT, &c.hidden, "hidden layers", 0, 16 },
@@ -275,8 +275,8 @@ int main(int argc, char **argv)
 
     double held_accuracy = accuracy(&model, &held);
     if (c.rank == 0)
-        printf("held-out accuracy %.4f after %zu steps; averaging gradients "
-               "took %.3f s of the run\nsummary: ranks=%d steps=%zu "
+        printf("held-out accuracy %.4f after %zu steps; forward, backward "
+               "and averaging took %.3f s of the run\nsummary: ranks=%d steps=%zu "
                "loss=%.4f accuracy=%.4f samples_per_s=%.0f\n", held_accuracy,
                c.steps, gradient_seconds, c.ranks, c.steps,
                losses[c.steps - 1], held_accuracy,

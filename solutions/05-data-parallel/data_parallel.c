@@ -45,12 +45,21 @@ void ring_allreduce(float *data, size_t count, MPI_Comm comm)
     if (ranks == 1)
         return;
     int next = (rank + 1) % ranks, previous = (rank + ranks - 1) % ranks;
+    /* One chunk's worth of room for what arrives, kept from call to call:
+     * allocating (and so page-faulting) it afresh every step would cost
+     * more than the copy itself for large gradients. */
+    static float *incoming;
+    static size_t capacity;
     size_t largest = block_size(count, (size_t)ranks, 0);
-    float *incoming = malloc((largest > 0 ? largest : 1) * sizeof *incoming);
-    if (incoming == NULL) {
-        fprintf(stderr, "ring_allreduce: out of memory for %zu floats\n",
-                largest);
-        MPI_Abort(comm, 1);
+    if (largest > capacity) {
+        free(incoming);
+        incoming = malloc(largest * sizeof *incoming);
+        if (incoming == NULL) {
+            fprintf(stderr, "ring_allreduce: out of memory for %zu floats\n",
+                    largest);
+            MPI_Abort(comm, 1);
+        }
+        capacity = largest;
     }
 
     /* Reduce-scatter: at step s, send chunk (rank - s) and add the
@@ -82,7 +91,6 @@ void ring_allreduce(float *data, size_t count, MPI_Comm comm)
                                (int)(take_end - take_begin), MPI_FLOAT,
                                previous, 1, comm, MPI_STATUS_IGNORE));
     }
-    free(incoming);
     /* TODO 3 end */
 }
 
