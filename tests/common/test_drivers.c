@@ -178,6 +178,7 @@ static const struct {
     { "05-data-parallel", "train", { "--mnist-images", "/nonexistent" }, "train: --mnist-images and --mnist-labels go together" },
     { "05-data-parallel", "train", { "--allreduce", "tree" }, "train: --allreduce must be mpi, ring or overlap" },
     { "05-data-parallel", "ring_check", { "--counts", "1,x" }, "ring_check: --counts needs lengths" },
+    { "05-data-parallel", "train", { "--mnist-images=/nonexistent/images", "--mnist-labels=/nonexistent/labels" }, "train: cannot open images file '/nonexistent/images'" },
 };
 enum { other_mpi_case_count = sizeof other_mpi_cases / sizeof other_mpi_cases[0] };
 enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };
