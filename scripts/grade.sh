@@ -10,8 +10,8 @@
 #                                           no network, the tree read-only
 #   scripts/grade.sh --progress             one line per lesson and TODO
 # For make test: --solutions (grade the reference solutions), --overlay DIR (a
-# broken submission: the solutions with DIR's files over them), --expect FILE
-# and --tally FILE.
+# broken submission: the solutions with DIR's patches applied, FILE.patch for
+# FILE), --expect FILE and --tally FILE.
 #
 # Run it through make (make grade ...), which tells it the lessons and the
 # files each lesson's student edits. Each lesson is built on its own: one that
@@ -88,7 +88,18 @@ for pair in $ZZ_EDITED; do
     lesson=${pair%%/*} file=${pair#*/}
     mkdir -p "$src/$lesson"
     if [ -n "$overlay" ]; then
-        if [ -e "$overlay/$file" ]; then from=$overlay/$file; else from=solutions/$lesson/$file; fi
+        # A broken submission: the solution, with the fixture's patch (or
+        # its whole file) in place of the file it breaks.
+        from=solutions/$lesson/$file
+        [ -e "$overlay/$file" ] && from=$overlay/$file
+        if [ -e "$overlay/$file.patch" ]; then
+            patch --quiet --output="$src/$lesson/$file" "$from" \
+                < "$overlay/$file.patch" || {
+                echo "grade: $overlay/$file.patch does not apply to $from" >&2
+                exit 2
+            }
+            continue
+        fi
     elif [ -n "$submission" ]; then
         from=$submission/lessons/$lesson/$file
         # A file the student did not hand in is the untouched skeleton.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what zero-to-zero needs: Open MPI, Check, pkg-config, OpenBLAS and
-# a C compiler with OpenMP; with --extras also gnuplot and pandoc (plots and
+# Installs what zero-to-zero needs: Open MPI, Check, pkg-config, OpenBLAS,
+# patch (the test suite's broken submissions are patches) and a C compiler
+# with OpenMP; with --extras also gnuplot and pandoc (plots and
 # slides). Debian/Ubuntu (apt-get), Fedora (dnf), macOS (Homebrew).
 # Safe to run again: it installs only what is missing. CUDA is optional and
 # never installed here.
@@ -16,7 +17,7 @@ for arg in "$@"; do
     case "$arg" in
         --check) check_only=true ;;
         --extras) extras=true ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -26,6 +27,7 @@ missing=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have cc || have gcc || have clang || missing+=(compiler)
 have make || missing+=(make)
+have patch || missing+=(patch)
 have pkg-config || missing+=(pkg-config)
 have mpicc && have mpirun || missing+=(mpi)
 if have pkg-config; then
@@ -64,6 +66,7 @@ for need in "${missing[@]}"; do
     case "$manager:$need" in
         apt-get:compiler) packages+=(gcc libc6-dev) ;;
         apt-get:make) packages+=(make) ;;
+        apt-get:patch) packages+=(patch) ;;
         apt-get:pkg-config) packages+=(pkg-config) ;;
         apt-get:mpi) packages+=(openmpi-bin libopenmpi-dev) ;;
         apt-get:check) packages+=(check libsubunit-dev) ;;
@@ -72,6 +75,7 @@ for need in "${missing[@]}"; do
         apt-get:gnuplot) packages+=(gnuplot-nox) ;;
         dnf:compiler) packages+=(gcc) ;;
         dnf:make) packages+=(make) ;;
+        dnf:patch) packages+=(patch) ;;
         dnf:pkg-config) packages+=(pkgconf-pkg-config) ;;
         dnf:mpi) packages+=(openmpi openmpi-devel) ;;
         dnf:check) packages+=(check check-devel) ;;
@@ -80,6 +84,7 @@ for need in "${missing[@]}"; do
         dnf:gnuplot) packages+=(gnuplot) ;;
         brew:compiler) ;;  # Xcode's command line tools: xcode-select --install
         brew:make) ;;
+        brew:patch) ;;     # macOS has patch
         brew:pkg-config) packages+=(pkg-config) ;;
         brew:mpi) packages+=(open-mpi libomp) ;;
         brew:check) packages+=(check) ;;
