@@ -25,6 +25,16 @@ void mpi_check_init(void);
 _Noreturn void mpi_check_failed(int error, const char *call, const char *file,
                                 int line);
 
+struct cli_spec_s;
+
+/* Starts an MPI program the toolkit's way: MPI_Init, errors returned to
+ * MPI_CHECK, this process's rank and the number of ranks, its steps file
+ * (common/steps.h), and then the flags of `spec`, parsed by every rank
+ * alike: on --help or a bad flag every rank ends together (status 0 or 2)
+ * and rank 0 alone says why. Returns only when the flags are good. */
+void mpi_start(int *argc, char ***argv, const struct cli_spec_s *spec,
+               int *rank, int *ranks);
+
 /* Ends the program on every rank with `status` (2 for bad input): all ranks
  * call it together, so MPI is finalized cleanly and mpirun returns `status`.
  * For errors that every rank detects in the same way, such as a bad flag. */

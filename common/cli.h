@@ -36,7 +36,7 @@ typedef struct {
     double min, max;    /* the accepted range, inclusive */
 } cli_option;
 
-typedef struct {
+typedef struct cli_spec_s {
     const char *program;
     const char *summary;     /* one line: what the program does */
     const cli_option *options;

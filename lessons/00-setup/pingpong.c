@@ -28,19 +28,7 @@ int main(int argc, char **argv)
                             "bandwidth between ranks 0 and 1 (run on 2 ranks)",
                             options, sizeof options / sizeof options[0] };
 
-    MPI_CHECK(MPI_Init(&argc, &argv));
-    mpi_check_init();
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
-
-    /* Every rank parses the same flags and reaches the same verdict, so all
-     * of them exit together; only rank 0 speaks. */
-    char error[256];
-    int status = cli_report(&spec, cli_parse(&spec, argc, argv, error,
-                                             sizeof error),
-                            error, rank != 0);
-    if (status >= 0)
-        mpi_exit_all(status);
+    mpi_start(&argc, &argv, &spec, &rank, &ranks);
     if (ranks != 2) {
         if (rank == 0)
             fprintf(stderr, "pingpong: needs exactly 2 ranks, got %d (mpirun "

@@ -286,20 +286,7 @@ int main(int argc, char **argv)
                             "across MPI ranks, by rows or by columns",
                             options, sizeof options / sizeof options[0] };
 
-    MPI_CHECK(MPI_Init(&argc, &argv));
-    mpi_check_init();
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c.rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &c.ranks));
-    steps_open(c.rank);
-
-    /* Every rank parses the same flags and reaches the same verdict; only
-     * rank 0 speaks, and all exit together. */
-    char error[256];
-    int status = cli_report(&spec, cli_parse(&spec, argc, argv, error,
-                                             sizeof error),
-                            error, c.rank != 0);
-    if (status >= 0)
-        mpi_exit_all(status);
+    mpi_start(&argc, &argv, &spec, &c.rank, &c.ranks);
     size_t split = c.columns ? c.n : c.m;
     if ((size_t)c.ranks > split) {
         if (c.rank == 0)

@@ -148,17 +148,8 @@ int main(int argc, char **argv)
     const cli_spec spec = { "train", "lesson 05: data-parallel training of an "
                             "MLP", options, sizeof options / sizeof options[0] };
 
-    MPI_CHECK(MPI_Init(&argc, &argv));
-    mpi_check_init();
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c.rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &c.ranks));
-    steps_open(c.rank);
+    mpi_start(&argc, &argv, &spec, &c.rank, &c.ranks);
     char error[256];
-    int status = cli_report(&spec, cli_parse(&spec, argc, argv, error,
-                                             sizeof error),
-                            error, c.rank != 0);
-    if (status >= 0)
-        mpi_exit_all(status);
     int sgd = strcmp(c.optimizer, "sgd") == 0;
     if (!sgd && strcmp(c.optimizer, "adamw") != 0)
         refuse(&c, "--optimizer must be adamw or sgd");

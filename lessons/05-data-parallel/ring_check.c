@@ -119,17 +119,7 @@ int main(int argc, char **argv)
                             "generated data, once per length", options,
                             sizeof options / sizeof options[0] };
 
-    MPI_CHECK(MPI_Init(&argc, &argv));
-    mpi_check_init();
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
-    steps_open(rank);
-    char error[256];
-    int status = cli_report(&spec, cli_parse(&spec, argc, argv, error,
-                                             sizeof error),
-                            error, rank != 0);
-    if (status >= 0)
-        mpi_exit_all(status);
+    mpi_start(&argc, &argv, &spec, &rank, &ranks);
     size_t counts[MAX_COUNTS];
     int how_many = parse_counts(counts_text, counts);
     int ring = strcmp(mode, "ring") == 0;
