@@ -21,15 +21,8 @@ for ((run = 0; run < runs; run++)); do
     done
 done
 # Medians per rank count, then the table, the CSV rows and the target.
-awk -v csv="${ZZ_BENCH_CSV:-/dev/null}" -v size="${size}x${size}" '
-    function median(list, n,    sorted, i, j, t) {
-        for (i = 1; i <= n; i++) sorted[i] = list[i]
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-            if (sorted[j] < sorted[i]) { t = sorted[i]; sorted[i] = sorted[j]; sorted[j] = t }
-        return n % 2 ? sorted[(n + 1) / 2] : (sorted[n / 2] + sorted[n / 2 + 1]) / 2
-    }
+awk -v csv="${ZZ_BENCH_CSV:-/dev/null}" -v size="${size}x${size}" -f bench/summary.awk -f /dev/stdin "$log" <<'AWK'
     {
-        for (f = 2; f <= NF; f++) { split($f, kv, "="); value[kv[1]] = kv[2] }
         p = value["ranks"]; count[p]++
         total[p, count[p]] = value["total_ms"]
         compute[p, count[p]] = value["compute_ms"]
@@ -52,4 +45,5 @@ awk -v csv="${ZZ_BENCH_CSV:-/dev/null}" -v size="${size}x${size}" '
             printf "02,rows,%s,1,%d,comm_time,%.6g,ms,,\n", size, p, M[p] >> csv
         }
         printf "02,rows,%s,1,2,parallel_efficiency,%.6g,,rows_p1,%.3f\n", size, T[1] / T[2] / 2, T[1] / T[2] / 2 >> csv
-    }' "$log"
+    }
+AWK

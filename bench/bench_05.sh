@@ -26,15 +26,8 @@ for ((run = 0; run < runs; run++)); do
     done
 done
 # The training loop's own samples per second (start-up excluded), medians.
-awk -v csv="${ZZ_BENCH_CSV:-/dev/null}" '
-    function median(list, n,    sorted, i, j, t) {
-        for (i = 1; i <= n; i++) sorted[i] = list[i]
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-            if (sorted[j] < sorted[i]) { t = sorted[i]; sorted[i] = sorted[j]; sorted[j] = t }
-        return n % 2 ? sorted[(n + 1) / 2] : (sorted[n / 2] + sorted[n / 2 + 1]) / 2
-    }
+awk -v csv="${ZZ_BENCH_CSV:-/dev/null}" -f bench/summary.awk -f /dev/stdin "$log" <<'AWK'
     {
-        for (f = 2; f <= NF; f++) { split($f, kv, "="); value[kv[1]] = kv[2] }
         p = value["ranks"]; count[p]++; rate[p, count[p]] = value["samples_per_s"]
     }
     END {
@@ -47,4 +40,5 @@ awk -v csv="${ZZ_BENCH_CSV:-/dev/null}" '
         for (p = 1; p <= 2; p++) printf "  %5d  %9.0f  %7.2f\n", p, R[p], R[p] / R[1]
         printf "05,train,batch64,1,1,throughput,%.6g,samples/s,,\n", R[1] >> csv
         printf "05,train,batch64,1,2,throughput,%.6g,samples/s,train_p1,%.3f\n", R[2], R[2] / R[1] >> csv
-    }' "$log"
+    }
+AWK

@@ -358,3 +358,18 @@ float mlp_step_hooked(mlp *model, const float *inputs, const int *labels,
 {
     return step(model, inputs, labels, batch, 1, correct, hook, context);
 }
+
+double mlp_accuracy(mlp *model, const float *inputs, const int *labels,
+                    size_t count)
+{
+    size_t right = 0;
+    for (size_t first = 0; first < count; first += model->max_batch) {
+        size_t batch = count - first < model->max_batch ? count - first
+                                                        : model->max_batch;
+        int correct = 0;
+        mlp_step(model, &inputs[first * (size_t)model->config.inputs],
+                 &labels[first], batch, 0, &correct);
+        right += (size_t)correct;
+    }
+    return count ? (double)right / (double)count : 0.0;
+}

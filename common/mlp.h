@@ -90,4 +90,9 @@ float mlp_step_hooked(mlp *model, const float *inputs, const int *labels,
                       size_t batch, int *correct, mlp_layer_hook *hook,
                       void *context);
 
+/* The fraction of `count` samples (inputs (count, inputs), labels (count))
+ * that the model classifies right, in batches of max_batch; 0 for none. */
+double mlp_accuracy(mlp *model, const float *inputs, const int *labels,
+                    size_t count);
+
 #endif

@@ -101,21 +101,6 @@ static void load_data(const train_config *c, dataset *train, dataset *held)
         refuse(c, error[0] ? error : "the data could not be loaded");
 }
 
-/* Accuracy of the model on a data set, in batches. */
-static double accuracy(mlp *model, const dataset *data)
-{
-    size_t right = 0;
-    for (size_t first = 0; first < data->count; first += model->max_batch) {
-        size_t batch = data->count - first < model->max_batch
-                           ? data->count - first : model->max_batch;
-        int correct = 0;
-        mlp_step(model, &data->inputs[first * (size_t)data->features],
-                 &data->labels[first], batch, 0, &correct);
-        right += (size_t)correct;
-    }
-    return data->count ? (double)right / (double)data->count : 0.0;
-}
-
 int main(int argc, char **argv)
 {
     train_config c = { .steps = 300, .local_batch = 32, .samples = 8192,
@@ -264,7 +249,8 @@ int main(int argc, char **argv)
         progress_finish(&progress);
     steps_enter("report");
 
-    double held_accuracy = accuracy(&model, &held);
+    double held_accuracy = mlp_accuracy(&model, held.inputs, held.labels,
+                                        held.count);
     if (c.rank == 0)
         printf("held-out accuracy %.4f after %zu steps; forward, backward "
                "and averaging took %.3f s of the run\nsummary: ranks=%d steps=%zu "
