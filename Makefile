@@ -130,9 +130,22 @@ $(if $($(2)_CUDA),build/$(1)/$(2)/%.o build/$(SHARED_$(1))/tests/test_$(2).o: EX
 # A lesson with MPI has headers that include mpi.h: its tests need mpicc too.
 $(if $($(2)_MPI),build/$(SHARED_$(1))/tests/test_$(2).o: COMPILER = $$(MPICC))
 $(foreach program,$($(2)_PROGRAMS),$(eval $(call program_rules,$(1),$(2),$(program))))
-build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_TEST_OBJS)) $(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
+# The producer: the student's files (PRODUCER_OBJS) with the given code that
+# runs them on the tests' inputs (tests/producer/LESSON.c). The judge (the
+# test program) links no lesson object: it runs the producer.
+build/$(1)/$(2)/producer: build/$(SHARED_$(1))/tests/producer/$(2).o build/$(SHARED_$(1))/tests/harness/producer.o $(addprefix build/$(1)/$(2)/,$($(2)_PRODUCER_OBJS)) $(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o
 	@mkdir -p $$(@D)
-	$(if $(filter $($(2)_TEST_OBJS),$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
+	$(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
+$(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),build/$(SHARED_$(1))/tests/producer/$(2).o: COMPILER = $$(MPICC))
+$(if $($(2)_OPENMP),build/$(SHARED_$(1))/tests/producer/$(2).o: EXTRA_FLAGS += $$(OPENMP_FLAGS))
+$(if $($(2)_CUDA),build/$(SHARED_$(1))/tests/producer/$(2).o: EXTRA_FLAGS += $$(CUDA_CFLAGS))
+ifneq ($(wildcard tests/producer/$(2).c),)
+build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) producer)
+else
+build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_PRODUCER_OBJS)) $(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
+endif
+	@mkdir -p $$(@D)
+	$(if $(and $(if $(wildcard tests/producer/$(2).c),,unconverted),$(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o))),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 TESTS_$(1) += build/$(1)/tests/test_$(2)
 endef

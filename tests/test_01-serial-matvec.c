@@ -1,12 +1,13 @@
 /* Lesson 01's tests: both kernels, on every shape that trips a matvec up,
- * against a reference computed here with compensated arithmetic. */
+ * against a reference computed here with compensated arithmetic. The
+ * kernels run in the lesson's producer (tests/producer/01-serial-matvec.c),
+ * never in this program. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "harness.h"
 #include "matrix.h"
-#include "matvec.h"
 #include "reference.h"
 #include "rng.h"
 
@@ -31,15 +32,6 @@ static const shape shapes[] = {
 };
 enum { shape_count = sizeof shapes / sizeof shapes[0] };
 
-typedef void kernel_fn(size_t m, size_t n, const double *A, const double *x,
-                       double *y);
-
-static void fast(size_t m, size_t n, const double *A, const double *x,
-                 double *y)
-{
-    matvec_fast(m, n, A, x, y);
-}
-
 static void fill(const shape *s, double *A, double *x)
 {
     matrix_fill_random(A, s->m, s->n, 0, 0, 2024);
@@ -51,26 +43,38 @@ static void fill(const shape *s, double *A, double *x)
     }
 }
 
-/* Runs `kernel` on shape `index`. y starts as NaN, so an element the kernel
- * never writes fails; A and x are copied first, so a kernel that writes to
- * them is caught. The tolerance is reference_matvec's per-row bound: the
- * error of a length-n dot product in double, in any order of additions,
+/* Runs the producer's `kernel` case on shape `index`. y starts as NaN there,
+ * so an element the kernel never writes fails; the producer also writes
+ * back A and x as the kernel left them, so a kernel that writes to them is
+ * caught. The tolerance is reference_matvec's per-row bound: the error of a
+ * length-n dot product in double, in any order of additions,
  * gamma_n * sum_j |A[i,j] x[j]| (see common/reference.h). */
-static void check_kernel(kernel_fn *kernel, int index, const char *hint)
+static void check_kernel(const char *kernel, int index, const char *hint)
 {
     const shape *s = &shapes[index];
     double *A = matrix_alloc(s->m, s->n, "A");
-    double *A_copy = matrix_alloc(s->m, s->n, "copy of A");
-    double *x = vector_alloc(s->n, "x"), *x_copy = vector_alloc(s->n, "x");
+    double *A_after = matrix_alloc(s->m, s->n, "A after");
+    double *x = vector_alloc(s->n, "x"), *x_after = vector_alloc(s->n, "x");
     double *y = vector_alloc(s->m, "y"), *expected = vector_alloc(s->m, "y");
     double *bound = vector_alloc(s->m, "bound");
+    char dir[HARNESS_PATH], args[64], what[96];
     fill(s, A, x);
-    fill(s, A_copy, x_copy);
     reference_matvec(s->m, s->n, A, x, expected, bound);
-    for (size_t i = 0; i < s->m; i++)
-        y[i] = NAN;
 
-    kernel(s->m, s->n, A, x, y);
+    harness_out_dir(dir);
+    harness_write_input(dir, "A", A, sizeof *A, s->m * s->n);
+    harness_write_input(dir, "x", x, sizeof *x, s->n);
+    snprintf(args, sizeof args, "%zu %zu", s->m, s->n);
+    snprintf(what, sizeof what, "matvec_%s on a %zu x %zu matrix", kernel,
+             s->m, s->n);
+    run_result r = harness_produce("01-serial-matvec", kernel, dir, args,
+                                   NULL, 8);
+    harness_expect_success(&r, what);
+    run_result_free(&r);
+    harness_read_output(dir, "y", y, sizeof *y, s->m);
+    harness_read_output(dir, "A", A_after, sizeof *A_after, s->m * s->n);
+    harness_read_output(dir, "x", x_after, sizeof *x_after, s->n);
+    harness_remove_out_dir(dir);
 
     comparison_t c = compare_within(expected, y, bound, s->m);
     if (!comparison_ok(&c)) {
@@ -84,16 +88,16 @@ static void check_kernel(kernel_fn *kernel, int index, const char *hint)
         ck_abort_msg("A is %zu x %zu (%s): %s. Hint: %s", s->m, s->n, s->why,
                      text, hint);
     }
-    c = compare_bitwise(A_copy, A, s->m * s->n);
+    c = compare_bitwise(A, A_after, s->m * s->n);
     ck_assert_msg(comparison_ok(&c), "the kernel changed A[%zu]: it must "
                   "only read A", c.first);
-    c = compare_bitwise(x_copy, x, s->n);
+    c = compare_bitwise(x, x_after, s->n);
     ck_assert_msg(comparison_ok(&c), "the kernel changed x[%zu]: it must "
                   "only read x", c.first);
     matrix_free(A);
-    matrix_free(A_copy);
+    matrix_free(A_after);
     matrix_free(x);
-    matrix_free(x_copy);
+    matrix_free(x_after);
     matrix_free(y);
     matrix_free(expected);
     matrix_free(bound);
@@ -101,7 +105,7 @@ static void check_kernel(kernel_fn *kernel, int index, const char *hint)
 
 START_TEST(naive_shape)
 {
-    check_kernel(matvec_naive, _i, "TODO 1: each y[i] is the dot product of "
+    check_kernel("naive", _i, "TODO 1: each y[i] is the dot product of "
                  "row i (A[i*n] .. A[i*n + n-1]) with x; set y[i], do not add "
                  "to it");
 }
@@ -109,7 +113,7 @@ END_TEST
 
 START_TEST(fast_shape)
 {
-    check_kernel(fast, _i, "TODO 2-4: check the rows after the last full "
+    check_kernel("fast", _i, "TODO 2-4: check the rows after the last full "
                  "block and the columns after the last full group of LANES "
                  "(TODO 4), and that every partial sum starts at zero");
 }

@@ -126,7 +126,7 @@ START_TEST(rows_on_ranks)
     const int P = _i;
     const size_t M = 4001, N = 2048; /* A is 65.5 MB: big enough that a
                                         rank holding all of it shows */
-    char out[32], what[64];
+    char out[HARNESS_PATH], what[64];
     harness_out_dir(out);
     snprintf(what, sizeof what, "matvec_mpi on %d rank%s", P, P > 1 ? "s" : "");
     run_result r = run_driver(P, M, N, false, out);
@@ -224,7 +224,7 @@ START_TEST(columns_on_ranks)
 {
     const int P = _i;
     const size_t M = 1201, N = 1001;
-    char out[32], what[64];
+    char out[HARNESS_PATH], what[64];
     harness_out_dir(out);
     snprintf(what, sizeof what, "matvec_mpi --columns on %d rank%s", P,
              P > 1 ? "s" : "");

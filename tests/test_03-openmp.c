@@ -394,7 +394,7 @@ enum { HYBRID_M = 101, HYBRID_N = 67, HYBRID_SEED = 3 };
 START_TEST(hybrid_case)
 {
     int ranks = hybrid_runs[_i].ranks, threads = hybrid_runs[_i].threads;
-    char what[96], out[32], setting[32];
+    char what[96], out[HARNESS_PATH], setting[32];
     snprintf(what, sizeof what, "hybrid on %d rank%s x %d threads", ranks,
              ranks == 1 ? "" : "s", threads);
     snprintf(setting, sizeof setting, "OMP_NUM_THREADS=%d", threads);

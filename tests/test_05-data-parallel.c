@@ -208,7 +208,7 @@ static const char *lengths_for(int ranks, char *buf, size_t len)
 START_TEST(ring_on_ranks)
 {
     const int ranks = _i;
-    char out[32], counts[128], what[64];
+    char out[HARNESS_PATH], counts[128], what[64];
     harness_out_dir(out);
     lengths_for(ranks, counts, sizeof counts);
     snprintf(what, sizeof what, "ring_check on %d rank%s", ranks,
@@ -234,7 +234,7 @@ END_TEST
 START_TEST(average_on_ranks)
 {
     const int ranks = _i;
-    char out[32], what[64];
+    char out[HARNESS_PATH], what[64];
     harness_out_dir(out);
     snprintf(what, sizeof what, "ring_check --mode average on %d ranks",
              ranks);
@@ -320,7 +320,7 @@ static trained train(int ranks, int local_batch, const char *allreduce,
 static void expect_same_training(int ranks, const char *allreduce)
 {
     const int local = 8;
-    char out_one[32], out_many[32];
+    char out_one[HARNESS_PATH], out_many[HARNESS_PATH];
     harness_out_dir(out_one);
     harness_out_dir(out_many);
     trained one = train(1, local * ranks, "mpi", EQUIVALENCE_STEPS, "sgd",
@@ -394,7 +394,7 @@ END_TEST
  * on 2 ranks, and for the loss to fall. */
 START_TEST(train_learns_default_task)
 {
-    char out[32];
+    char out[HARNESS_PATH];
     harness_out_dir(out);
     char *args[] = { "--steps", "300", "--out", out, NULL };
     run_result r = harness_run_mpi("05-data-parallel", "train", 2, args, NULL,

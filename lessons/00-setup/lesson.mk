@@ -8,6 +8,6 @@ $(LESSON)_hello_mpi_OBJS := hello_mpi.o
 $(LESSON)_hello_omp_OBJS := hello_omp.o
 $(LESSON)_stream_OBJS    := stream_main.o
 $(LESSON)_pingpong_OBJS  := pingpong.o
-$(LESSON)_TEST_OBJS :=
+$(LESSON)_PRODUCER_OBJS :=
 $(LESSON)_MPI       := hello_mpi.c pingpong.c
 $(LESSON)_OPENMP    := hello_omp.c

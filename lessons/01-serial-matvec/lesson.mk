@@ -1,7 +1,8 @@
 # Lesson 01's build, read by the top Makefile.
 #   EDITED:    the files the student edits (solutions/ holds their answers)
 #   PROGRAMS:  what `make` builds; <program>_OBJS the objects of each
-#   TEST_OBJS: the lesson objects linked into the test suite
+#   PRODUCER_OBJS: the lesson objects linked into the tests' producer (the
+#              student's code the tests run; the tests themselves link none)
 #   MPI/OPENMP: sources that need mpicc / OpenMP flags
 #   BENCH_OBJS: solution objects bench/bench_NN.c links; BENCH_MPI: set if it
 #              is an MPI program
@@ -10,7 +11,7 @@ $(LESSON)_TITLE     := 01 serial matvec
 $(LESSON)_EDITED    := matvec.c
 $(LESSON)_PROGRAMS  := matvec
 $(LESSON)_matvec_OBJS := main.o matvec.o
-$(LESSON)_TEST_OBJS := matvec.o
+$(LESSON)_PRODUCER_OBJS := matvec.o
 $(LESSON)_MPI       :=
 $(LESSON)_OPENMP    :=
 $(LESSON)_BENCH_OBJS := matvec.o

@@ -5,6 +5,6 @@ $(LESSON)_TITLE     := 02 MPI matvec
 $(LESSON)_EDITED    := rows.c columns.c
 $(LESSON)_PROGRAMS  := matvec_mpi
 $(LESSON)_matvec_mpi_OBJS := main.o rows.o columns.o
-$(LESSON)_TEST_OBJS := rows.o
+$(LESSON)_PRODUCER_OBJS := rows.o
 $(LESSON)_MPI       := main.c rows.c columns.c
 $(LESSON)_OPENMP    :=

@@ -950,14 +950,13 @@ static size_t make_labels(unsigned char *bytes, uint32_t magic,
 }
 
 typedef struct {
-    char dir[32];
-    char images[64], labels[64];
+    char dir[HARNESS_PATH];
+    char images[HARNESS_PATH + 16], labels[HARNESS_PATH + 16];
 } idx_paths;
 
 static void idx_paths_make(idx_paths *paths)
 {
-    strcpy(paths->dir, "/tmp/zz-idx-XXXXXX");
-    ck_assert_msg(mkdtemp(paths->dir) != NULL, "cannot make a folder in /tmp");
+    harness_out_dir(paths->dir);
     snprintf(paths->images, sizeof paths->images, "%s/images", paths->dir);
     snprintf(paths->labels, sizeof paths->labels, "%s/labels", paths->dir);
 }

@@ -50,8 +50,8 @@ static const expected_line expected[3][12] = {
 
 START_TEST(ledger_counts_every_call)
 {
-    char dir[] = "/tmp/zz-ledger-XXXXXX";
-    ck_assert(mkdtemp(dir) != NULL);
+    char dir[HARNESS_PATH];
+    harness_out_dir(dir);
     run_result r = run_probe(dir, 40);
     harness_expect_success(&r, "ledger_probe on 3 ranks");
     for (int rank = 0; rank < 3; rank++) {

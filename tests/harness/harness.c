@@ -1,9 +1,10 @@
 /* What every lesson's Check suite uses. */
-#define _XOPEN_SOURCE 700
+#define _GNU_SOURCE
 #include "harness.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#endif
 
 #include "timer.h"
 
@@ -163,7 +169,8 @@ size_t harness_processes(process_info *list, size_t capacity)
 /* Sends `signal` to every process in session `session`: the program and
  * all it started. Open MPI puts each rank in a process group of its own,
  * so killing mpirun's group is not enough; the session holds them all.
- * Elsewhere than Linux only the leader's group is signalled. */
+ * Used only where a run could not get a PID namespace of its own (see
+ * harness_run); it reads every process of the machine. */
 static int signal_session(pid_t session, int signal)
 {
     enum { MAX_PROCESSES = 4096 };
@@ -179,6 +186,157 @@ static int signal_session(pid_t session, int signal)
     return signalled;
 }
 
+/* ---- Containment ------------------------------------------------------------
+ * Each program runs three levels below the test:
+ *
+ *   test ── waiter ── keeper ── program (and all it starts)
+ *
+ * The waiter moves into a new PID namespace (as root, or in a user namespace
+ * of its own where the kernel allows one) and forks the keeper, which is
+ * process 1 there. The keeper starts the program, reaps whatever ends in the
+ * namespace, and when the program ends it tells the test how (through a
+ * pipe the program does not hold) and exits: the kernel then kills every
+ * process left in the namespace, however it forked or hid, and nothing in
+ * it can see or signal a process outside. The cost does not depend on what
+ * else the machine runs. Where no namespace can be had (macOS, a kernel
+ * that forbids them), the keeper is a subreaper instead and sweeps its
+ * orphans by reading /proc; a program there could still outrun the sweep,
+ * which is why untrusted code is graded with the sandbox. */
+
+typedef struct {
+    int status;   /* the program's wait status */
+    int strays;   /* 1 if processes were left running when it ended */
+} keeper_report;
+
+static pid_t program_pid; /* in the keeper: the program */
+
+static void keeper_forward(int signal)
+{
+    /* In its own namespace the keeper is process 1, and kill(-1) reaches
+     * every other process there; elsewhere only the program's session. */
+    if (getpid() == 1)
+        kill(-1, signal);
+    else if (program_pid > 0)
+        kill(-program_pid, signal);
+}
+
+static bool write_file(const char *path, const char *text)
+{
+    FILE *file = fopen(path, "w");
+    if (file == NULL)
+        return false;
+    bool ok = fputs(text, file) >= 0;
+    return fclose(file) == 0 && ok;
+}
+
+/* Moves the calling process's future children into a new PID namespace;
+ * false where that is not allowed. */
+static bool enter_pid_namespace(void)
+{
+#ifdef __linux__
+    if (unshare(CLONE_NEWPID) == 0)
+        return true;
+    /* Not root: a user namespace first, mapping only our own ids. */
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0)
+        return false;
+    char map[64];
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+    bool ok = write_file("/proc/self/uid_map", map);
+    write_file("/proc/self/setgroups", "deny\n");
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+    return write_file("/proc/self/gid_map", map) && ok;
+#else
+    return false;
+#endif
+}
+
+/* Closes every descriptor above standard error: the program must hold
+ * nothing of the test's (its results, its reports, this pipe). */
+static void close_inherited(void)
+{
+#if defined(__linux__) && defined(SYS_close_range)
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+        return;
+#endif
+    long most = sysconf(_SC_OPEN_MAX);
+    for (int fd = 3; fd < (most > 0 && most < 65536 ? most : 65536); fd++)
+        close(fd);
+}
+
+/* Kills the keeper's orphans where it is not process 1: they come to it
+ * because it is a subreaper. Killing one orphans its children, which come
+ * next; repeated until none is left. */
+static void keeper_sweep(void)
+{
+#ifdef __linux__
+    enum { MAX_PROCESSES = 4096 };
+    static process_info list[MAX_PROCESSES];
+    for (int round = 0; round < 200; round++) {
+        int found = 0;
+        size_t count = harness_processes(list, MAX_PROCESSES);
+        for (size_t k = 0; k < count; k++)
+            if (list[k].parent == (int)getpid()) {
+                kill((pid_t)list[k].pid, SIGKILL);
+                found++;
+            }
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        if (found == 0)
+            return;
+    }
+#endif
+}
+
+static _Noreturn void run_keeper(char *const argv[], int report_fd,
+                                 bool isolated)
+{
+#ifdef __linux__
+    if (!isolated)
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* If the test dies, the keeper goes too (and with it the namespace). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    program_pid = fork();
+    if (program_pid < 0)
+        _exit(126);
+    if (program_pid == 0) {
+        close_inherited();
+        signal(SIGTERM, SIG_DFL);
+        execvp(argv[0], argv);
+        fprintf(stderr, "harness: cannot run %s: %s\n", argv[0],
+                strerror(errno));
+        _exit(127);
+    }
+    struct sigaction forward = { .sa_handler = keeper_forward };
+    sigaction(SIGTERM, &forward, NULL);
+    keeper_report report = { 0 };
+    for (;;) {
+        int status;
+        pid_t done = waitpid(-1, &status, 0);
+        if (done == program_pid) {
+            report.status = status;
+            break;
+        }
+        if (done < 0 && errno != EINTR)
+            _exit(126);
+    }
+    /* Anything else still running was left behind by the program. */
+    for (;;) {
+        pid_t done = waitpid(-1, NULL, WNOHANG);
+        if (done > 0)
+            continue;
+        report.strays = done == 0;
+        break;
+    }
+    if (report.strays && !isolated)
+        keeper_sweep();
+    if (write(report_fd, &report, sizeof report) != (ssize_t)sizeof report)
+        _exit(126);
+    _exit(0); /* process 1 ends: the kernel kills what is left */
+}
+
 run_result harness_run(char *const argv[], char *const env[],
                        double timeout_s)
 {
@@ -187,55 +345,105 @@ run_result harness_run(char *const argv[], char *const env[],
      * a lot can never block on a full pipe while we wait for it. */
     FILE *out = tmpfile(), *err = tmpfile();
     double start = timer_now();
-    int status = 0;
-    pid_t child;
+    int status = 0, report_pipe[2];
+    pid_t waiter;
 
     ck_assert_msg(out != NULL && err != NULL, "harness: tmpfile: %s",
                   strerror(errno));
+    ck_assert_msg(pipe(report_pipe) == 0, "harness: pipe: %s",
+                  strerror(errno));
     fflush(NULL);
-    child = fork();
-    ck_assert_msg(child >= 0, "harness: fork: %s", strerror(errno));
-    if (child == 0) {
-        /* A session of its own: everything the program starts stays in
-         * it, whatever process groups they make. */
+    waiter = fork();
+    ck_assert_msg(waiter >= 0, "harness: fork: %s", strerror(errno));
+    if (waiter == 0) {
+        /* A session of its own: without a namespace, everything the
+         * program starts stays in it, whatever process groups they make. */
         setsid();
+#ifdef __linux__
+        /* If the test dies (its own time limit), so does the run. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+        /* The keeper, not the waiter, answers the first signal at the time
+         * limit (it passes it on to the program). */
+        signal(SIGTERM, SIG_IGN);
+        close(report_pipe[0]);
+        int nothing = open("/dev/null", O_RDONLY);
+        if (nothing >= 0)
+            dup2(nothing, STDIN_FILENO);
         dup2(fileno(out), STDOUT_FILENO);
         dup2(fileno(err), STDERR_FILENO);
         for (size_t k = 0; env != NULL && env[k] != NULL; k++)
             putenv(env[k]);
-        execvp(argv[0], argv);
-        fprintf(stderr, "harness: cannot run %s: %s\n", argv[0],
-                strerror(errno));
-        _exit(127);
+        bool isolated = enter_pid_namespace();
+        char isolation = isolated ? 'N' : 'S';
+        if (write(report_pipe[1], &isolation, 1) != 1)
+            _exit(126);
+        pid_t keeper = fork();
+        if (keeper < 0)
+            _exit(126);
+        if (keeper == 0)
+            run_keeper(argv, report_pipe[1], isolated);
+        close(report_pipe[1]);
+        /* The test reaches the keeper through the waiter: signals sent
+         * here go on to it. */
+        int keeper_status;
+        while (waitpid(keeper, &keeper_status, 0) < 0 && errno == EINTR) {
+        }
+        _exit(0);
     }
+    close(report_pipe[1]);
+    char isolation = 0;
     for (;;) {
-        pid_t done = waitpid(child, &status, WNOHANG);
-        if (done == child)
+        pid_t done = waitpid(waiter, &status, WNOHANG);
+        if (done == waiter)
             break;
         if (timer_now() - start > timeout_s) {
             result.timed_out = true;
-            signal_session(child, SIGTERM);
+            /* The waiter's process group holds the keeper, which passes
+             * the first signal on; killing the keeper ends its namespace.
+             * Without a namespace the program's session is swept too. */
+            if (isolation == 0 && read(report_pipe[0], &isolation, 1) != 1)
+                isolation = 'S';
+            kill(-waiter, SIGTERM);
+            if (isolation != 'N')
+                signal_session(waiter, SIGTERM);
             sleep_seconds(1.0);
-            signal_session(child, SIGKILL);
-            waitpid(child, &status, 0);
+            kill(-waiter, SIGKILL);
+            if (isolation != 'N')
+                signal_session(waiter, SIGKILL);
+            waitpid(waiter, &status, 0);
             break;
         }
         sleep_seconds(0.005);
     }
-    /* Whatever the session still holds (a rank that ignored SIGTERM, a
-     * process left running in the background) goes too, and is counted:
-     * a program must not leave processes behind. Killed processes may
-     * take a moment to go. */
-    result.strays = signal_session(child, SIGKILL);
-    for (int wait = 0; wait < 100 && signal_session(child, 0) > 0; wait++)
-        sleep_seconds(0.01);
+    keeper_report report;
+    if (isolation == 0 && read(report_pipe[0], &isolation, 1) != 1)
+        isolation = 'S';
+    ssize_t got = read(report_pipe[0], &report, sizeof report);
+    close(report_pipe[0]);
+    if (got == (ssize_t)sizeof report) {
+        status = report.status;
+        result.strays = report.strays;
+    } else {
+        /* No report: the keeper was killed at the time limit, or by
+         * something inside the run. */
+        if (!result.timed_out)
+            result.supervisor_lost = true;
+        status = 0;
+        result.signal = SIGKILL;
+    }
+    result.isolated = isolation == 'N';
 
     result.seconds = timer_now() - start;
-    result.started = !(WIFEXITED(status) && WEXITSTATUS(status) == 127);
-    if (WIFEXITED(status))
-        result.exit_status = WEXITSTATUS(status);
-    else if (WIFSIGNALED(status))
-        result.signal = WTERMSIG(status);
+    if (got == (ssize_t)sizeof report) {
+        result.started = !(WIFEXITED(status) && WEXITSTATUS(status) == 127);
+        if (WIFEXITED(status))
+            result.exit_status = WEXITSTATUS(status);
+        else if (WIFSIGNALED(status))
+            result.signal = WTERMSIG(status);
+    } else {
+        result.started = true;
+    }
     result.out = slurp(out);
     result.err = slurp(err);
     fclose(out);
@@ -401,10 +609,13 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
         argv[count++] = args[k];
     argv[count] = NULL;
 
-    char steps_dir[] = "/tmp/zz-steps-XXXXXX";
-    ck_assert_msg(mkdtemp(steps_dir) != NULL, "harness: mkdtemp: %s",
-                  strerror(errno));
-    char steps_setting[64], segments_setting[96];
+    char steps_dir[HARNESS_PATH];
+    snprintf(steps_dir, sizeof steps_dir, "%s/zz-steps-XXXXXX",
+             harness_scratch());
+    ck_assert_msg(mkdtemp(steps_dir) != NULL, "harness: mkdtemp %s: %s",
+                  steps_dir, strerror(errno));
+    char steps_setting[HARNESS_PATH + 32], segments_setting[HARNESS_PATH + 64];
+    char session_setting[HARNESS_PATH + 32];
     snprintf(steps_setting, sizeof steps_setting, "ZZ_STEPS_DIR=%s",
              steps_dir);
     /* Open MPI's shared-memory files go into this run's own folder, so
@@ -412,6 +623,10 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
      * without touching any other job's. */
     snprintf(segments_setting, sizeof segments_setting,
              "OMPI_MCA_btl_vader_backing_directory=%s", steps_dir);
+    /* So does its session folder (it goes under TMPDIR, named by the
+     * launcher's process id, which a PID namespace makes the same for
+     * every run). */
+    snprintf(session_setting, sizeof session_setting, "TMPDIR=%s", steps_dir);
 
     /* MPI libraries allocate in plugins they unload at exit, which a leak
      * checker cannot tell from a leak; under AddressSanitizer, MPI programs
@@ -422,6 +637,7 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            "allocator_may_return_null=1";
     mpi_env[env_count++] = steps_setting;
     mpi_env[env_count++] = segments_setting;
+    mpi_env[env_count++] = session_setting;
     for (size_t k = 0; env != NULL && env[k] != NULL && env_count < max_env - 1;
          k++)
         mpi_env[env_count++] = env[k];
@@ -439,10 +655,21 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     return result;
 }
 
-void harness_out_dir(char path[32])
+const char *harness_scratch(void)
 {
-    snprintf(path, 32, "/tmp/zz-out-XXXXXX");
-    ck_assert_msg(mkdtemp(path) != NULL, "harness: mkdtemp: %s",
+    const char *scratch = getenv("ZZ_SCRATCH");
+    if (scratch == NULL || scratch[0] == '\0')
+        scratch = getenv("TMPDIR");
+    return scratch != NULL && scratch[0] != '\0' ? scratch : "/tmp";
+}
+
+void harness_out_dir(char path[HARNESS_PATH])
+{
+    int length = snprintf(path, HARNESS_PATH, "%s/zz-out-XXXXXX",
+                          harness_scratch());
+    ck_assert_msg(length > 0 && length < HARNESS_PATH, "harness: the "
+                  "scratch folder's path is too long: %s", harness_scratch());
+    ck_assert_msg(mkdtemp(path) != NULL, "harness: mkdtemp %s: %s", path,
                   strerror(errno));
 }
 
@@ -558,15 +785,66 @@ void harness_expect_success(const run_result *result, const char *what)
         ck_abort_msg("no answer from %s in %.0f s: an endless loop, or a "
                      "deadlock?", what, result->seconds);
     if (result->signal != 0)
-        ck_abort_msg("%s crashed: %s", what, strsignal(result->signal));
+        ck_abort_msg("%s crashed after %.1f s: killed by signal %d (%s)", what,
+                     result->seconds, result->signal,
+                     strsignal(result->signal));
+    if (result->supervisor_lost)
+        ck_abort_msg("%s killed the harness's keeper of the run after %.1f s: "
+                     "code under test may signal only processes it started "
+                     "itself", what, result->seconds);
     if (result->exit_status == 0 && result->strays > 0)
-        ck_abort_msg("%s ended but left %d process%s running; the harness "
-                     "killed %s. A program must wait for what it starts.",
-                     what, result->strays, result->strays == 1 ? "" : "es",
-                     result->strays == 1 ? "it" : "them");
+        ck_abort_msg("%s ended but left processes running; the harness "
+                     "killed them. A program must wait for what it starts.",
+                     what);
     if (result->exit_status != 0) {
         first_own_line(result->err, line, sizeof line);
         ck_abort_msg("%s failed with exit status %d%s%s", what,
                      result->exit_status, line[0] ? ": " : "", line);
     }
+}
+
+void harness_write_input(const char *dir, const char *name,
+                         const void *values, size_t size, size_t count)
+{
+    char path[HARNESS_PATH + 128];
+    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    FILE *file = fopen(path, "wb");
+    bool ok = file != NULL &&
+              (count == 0 || fwrite(values, size, count, file) == count);
+    ck_assert_msg(file != NULL && fclose(file) == 0 && ok, "harness: cannot "
+                  "write %s: %s", path, strerror(errno));
+}
+
+run_result harness_produce(const char *lesson, const char *case_name,
+                           const char *dir, const char *args,
+                           char *const env[], double timeout_s)
+{
+    enum { MAX_WORDS = 20 };
+    char *argv[MAX_WORDS + 4], words[256];
+    int count = 0;
+    argv[count++] = (char *)harness_program(lesson, "producer");
+    argv[count++] = (char *)case_name;
+    argv[count++] = (char *)dir;
+    snprintf(words, sizeof words, "%s", args != NULL ? args : "");
+    for (char *word = strtok(words, " "); word != NULL && count < MAX_WORDS;
+         word = strtok(NULL, " "))
+        argv[count++] = word;
+    argv[count] = NULL;
+    return harness_run(argv, env, timeout_s);
+}
+
+void harness_read_output(const char *dir, const char *name, void *values,
+                         size_t size, size_t count)
+{
+    char path[HARNESS_PATH + 128];
+    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    FILE *file = fopen(path, "rb");
+    ck_assert_msg(file != NULL, "the producer wrote no %s: did the code "
+                  "under test end the program early?", name);
+    size_t got = size > 0 ? fread(values, size, count, file) : 0;
+    int extra = fgetc(file);
+    fclose(file);
+    ck_assert_msg(got == count && extra == EOF, "the producer's %s holds "
+                  "%s%zu elements, expected %zu", name,
+                  extra == EOF ? "" : "more than ", got, count);
 }

@@ -74,8 +74,11 @@ typedef struct {
     char *where;       /* MPI runs that timed out: where each rank was, as
                           its steps file said ("rank 0: TODO 3 ..., in
                           MPI_Bcast; ..."); else NULL */
-    int strays;        /* processes still running when the program ended
-                          (the harness killed them) */
+    int strays;        /* 1 if processes were still running when the
+                          program ended (the harness killed them) */
+    bool isolated;     /* it ran in a PID namespace of its own */
+    bool supervisor_lost; /* the harness's keeper of the run was killed
+                          from inside the run: nothing it said counts */
     int leftovers;     /* MPI runs: shared-memory files the ranks left
                           behind (the harness removed them) */
 } run_result;
@@ -118,9 +121,17 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
 
 /* ---- Reading a program's report (common/report.h) ------------------------ */
 
-/* A fresh folder for a program's --out (/tmp/zz-out-XXXXXX), and its
+/* The size of the paths below. */
+enum { HARNESS_PATH = 512 };
+
+/* The folder for this run's temporary files: the runner's own (ZZ_SCRATCH,
+ * removed with everything in it when the runner ends, however its tests
+ * ended), else TMPDIR, else /tmp. */
+const char *harness_scratch(void);
+
+/* A fresh folder for a program's --out (SCRATCH/zz-out-XXXXXX), and its
  * removal with everything in it. */
-void harness_out_dir(char path[32]);
+void harness_out_dir(char path[HARNESS_PATH]);
 void harness_remove_out_dir(const char *path);
 
 /* The whole of DIR/rank-RANK.txt (malloc'd); fails the test, naming the
@@ -143,6 +154,27 @@ void harness_read_doubles(const char *dir, const char *name, int rank,
  * folder of their own instead; a test uses this to prove that. */
 size_t harness_mpi_segments(char ***names);
 void harness_free_names(char **names, size_t count);
+
+/* ---- Producers: the student's code, run apart (producer.h) ---------------- */
+
+/* A case's input for the producer: `count` elements of `size` bytes into
+ * DIR/NAME.bin (DIR from harness_out_dir). */
+void harness_write_input(const char *dir, const char *name,
+                         const void *values, size_t size, size_t count);
+
+/* Runs the lesson's producer (build/.../LESSON/producer) on case
+ * `case_name` with the inputs in `dir` and the numbers in `args` (words
+ * separated by spaces, may be NULL), with `env` added (may be NULL). Its
+ * outputs go to `dir`, which the test removes with harness_remove_out_dir
+ * (the runner removes it in any case). */
+run_result harness_produce(const char *lesson, const char *case_name,
+                           const char *dir, const char *args,
+                           char *const env[], double timeout_s);
+
+/* OUT/NAME.bin, which must hold exactly `count` elements of `size` bytes,
+ * into `values`; fails the test otherwise. */
+void harness_read_output(const char *dir, const char *name, void *values,
+                         size_t size, size_t count);
 
 /* Fails the test, with a message for a student, unless the program ran and
  * exited with status 0. `what` says what was run ("hello_mpi on 3 ranks").

@@ -10,13 +10,25 @@
  *   --results FILE   writes one line per test for the grader:
  *                    "OUTCOME<TAB>NAME<TAB>MESSAGE", OUTCOME one of pass,
  *                    fail, todo, skip
+ *   --results-fd N   the same lines to descriptor N, which the grader
+ *                    opened; no program the tests start inherits it
  *
  * Every test runs in its own forked process with a time limit (Check's fork
  * mode), so a crash or an endless loop fails that test and the rest go on.
  * Verdicts come from Check's records and the harness's completion marks,
- * never from anything the code under test prints. */
-#define _POSIX_C_SOURCE 200809L
+ * never from anything the code under test prints. Code under test never
+ * runs in this process or its tests' processes: a lesson's tests run its
+ * producer (linked with the student's files) as a separate program, each
+ * run in a PID namespace of its own where the system allows (harness.c),
+ * and judge what it wrote.
+ *
+ * Temporary files of every test go to one folder of this runner's own
+ * (ZZ_SCRATCH), removed with everything in it at the end, whatever the
+ * tests did. */
+#define _XOPEN_SOURCE 700
 #include <check.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,13 +151,8 @@ static int kill_leftovers(void)
 }
 
 /* One line per test; tabs and newlines in messages become spaces. */
-static int write_results(const char *path, const verdict *verdicts, int count)
+static int write_results(FILE *file, const verdict *verdicts, int count)
 {
-    FILE *file = fopen(path, "w");
-    if (file == NULL) {
-        perror(path);
-        return -1;
-    }
     for (int k = 0; k < count; k++) {
         fprintf(file, "%s\t%s\t", outcome_words[verdicts[k].what],
                 verdicts[k].name);
@@ -156,10 +163,39 @@ static int write_results(const char *path, const verdict *verdicts, int count)
     return fclose(file) == 0 ? 0 : -1;
 }
 
+static int remove_entry(const char *path, const struct stat *info, int type,
+                        struct FTW *where)
+{
+    (void)info, (void)type, (void)where;
+    remove(path);
+    return 0;
+}
+
+/* The scratch folder: made before the tests, removed after them. */
+static char scratch[4096];
+
+static void make_scratch(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(scratch, sizeof scratch, "%s/zz-run-XXXXXX",
+             tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+    if (mkdtemp(scratch) == NULL) {
+        perror("runner: mkdtemp");
+        exit(2);
+    }
+    setenv("ZZ_SCRATCH", scratch, 1);
+}
+
+static void remove_scratch(void)
+{
+    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: runner --title TEXT [--mode student|solution|"
-            "skeleton] [--tally FILE] [--results FILE] [--list]\n");
+            "skeleton] [--tally FILE] [--results FILE] [--results-fd N] "
+            "[--list]\n");
     exit(2);
 }
 
@@ -167,6 +203,7 @@ int main(int argc, char **argv)
 {
     const char *title = "tests", *tally_path = NULL;
     const char *results_path = NULL;
+    int results_fd = -1;
     bool list_only = false;
     run_mode mode = MODE_STUDENT;
 
@@ -177,6 +214,8 @@ int main(int argc, char **argv)
             tally_path = argv[++k];
         else if (strcmp(argv[k], "--results") == 0 && k + 1 < argc)
             results_path = argv[++k];
+        else if (strcmp(argv[k], "--results-fd") == 0 && k + 1 < argc)
+            results_fd = atoi(argv[++k]);
         else if (strcmp(argv[k], "--list") == 0)
             list_only = true;
         else if (strcmp(argv[k], "--mode") == 0 && k + 1 < argc) {
@@ -201,6 +240,23 @@ int main(int argc, char **argv)
         (void)suite; /* Check frees a suite only with its runner */
         return 0;
     }
+    /* The grader's descriptor, and every file of ours, stay ours: nothing
+     * the tests run inherits them (harness_run closes what is left). */
+    FILE *results_stream = NULL;
+    if (results_fd >= 0) {
+        fcntl(results_fd, F_SETFD, FD_CLOEXEC);
+        results_stream = fdopen(results_fd, "w");
+        if (results_stream == NULL) {
+            perror("runner: --results-fd");
+            return 2;
+        }
+    }
+#ifdef __linux__
+    /* Processes of the same user cannot read this one's memory or open
+     * its descriptors through /proc. */
+    prctl(PR_SET_DUMPABLE, 0);
+#endif
+    make_scratch();
     FILE *completions = tmpfile();
     if (completions == NULL) {
         perror("runner: tmpfile");
@@ -214,6 +270,7 @@ int main(int argc, char **argv)
     srunner_set_fork_status(runner, CK_FORK);
     srunner_run_all(runner, CK_SILENT);
     int leftovers = kill_leftovers();
+    remove_scratch();
 
     int count = srunner_ntests_run(runner);
     TestResult **results = srunner_results(runner);
@@ -290,7 +347,15 @@ int main(int argc, char **argv)
                leftovers, leftovers == 1 ? "" : "es",
                leftovers == 1 ? "was" : "were");
     int status = failed == 0 ? 0 : 1;
-    if (results_path != NULL && write_results(results_path, verdicts, count))
+    if (results_path != NULL) {
+        FILE *file = fopen(results_path, "w");
+        if (file == NULL || write_results(file, verdicts, count) != 0) {
+            perror(results_path);
+            status = 2;
+        }
+    }
+    if (results_stream != NULL &&
+        write_results(results_stream, verdicts, count) != 0)
         status = 2;
     if (tally_path != NULL) {
         FILE *tally = fopen(tally_path, "a");

@@ -1,0 +1,100 @@
+/* The producer side of a lesson's tests: see producer.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "producer.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_ARGS = 16 };
+static const char *folder;
+static size_t args[MAX_ARGS];
+static int arg_count;
+
+static _Noreturn void usage(const char *program, const producer_case *cases,
+                            size_t count)
+{
+    fprintf(stderr, "usage: %s CASE DIR [ARG...]; cases:", program);
+    for (size_t k = 0; k < count; k++)
+        fprintf(stderr, " %s (%d args)", cases[k].name, cases[k].arg_count);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+int producer_main(int argc, char **argv, const producer_case *cases,
+                  size_t count)
+{
+    if (argc < 3 || argc - 3 > MAX_ARGS)
+        usage(argv[0], cases, count);
+    folder = argv[2];
+    arg_count = argc - 3;
+    for (int k = 0; k < arg_count; k++) {
+        char *end;
+        errno = 0;
+        unsigned long long value = strtoull(argv[3 + k], &end, 10);
+        if (errno != 0 || end == argv[3 + k] || *end != '\0' ||
+            argv[3 + k][0] == '-' || value > SIZE_MAX)
+            usage(argv[0], cases, count);
+        args[k] = (size_t)value;
+    }
+    for (size_t k = 0; k < count; k++)
+        if (strcmp(cases[k].name, argv[1]) == 0) {
+            if (cases[k].arg_count != arg_count)
+                usage(argv[0], cases, count);
+            cases[k].run();
+            return 0;
+        }
+    usage(argv[0], cases, count);
+}
+
+size_t producer_arg(int k)
+{
+    if (k < 0 || k >= arg_count) {
+        fprintf(stderr, "producer: no argument %d\n", k);
+        exit(2);
+    }
+    return args[k];
+}
+
+void *producer_alloc(size_t count, size_t size, const char *what)
+{
+    void *memory = calloc(count ? count : 1, size ? size : 1);
+    if (memory == NULL) {
+        fprintf(stderr, "producer: out of memory for %s (%zu x %zu bytes)\n",
+                what, count, size);
+        exit(1);
+    }
+    return memory;
+}
+
+void *producer_input(const char *name, size_t size, size_t count)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.bin", folder, name);
+    void *values = producer_alloc(count, size, name);
+    FILE *file = fopen(path, "rb");
+    size_t got = file != NULL && count > 0 ? fread(values, size, count, file)
+                                           : 0;
+    if (file == NULL || got != count || fgetc(file) != EOF) {
+        fprintf(stderr, "producer: %s does not hold %zu elements of %zu "
+                "bytes\n", path, count, size);
+        exit(1);
+    }
+    fclose(file);
+    return values;
+}
+
+void produce(const char *name, const void *values, size_t size, size_t count)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.bin", folder, name);
+    FILE *file = fopen(path, "wb");
+    if (file == NULL || (count > 0 && fwrite(values, size, count, file) !=
+                                          count) || fclose(file) != 0) {
+        fprintf(stderr, "producer: cannot write %s: %s\n", path,
+                strerror(errno));
+        exit(1);
+    }
+}
