@@ -230,7 +230,7 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready all build-student build-solution build-sanitize demo test check watch student-release gradescope-zip print-edited grade grade-all progress bench slides clean
+.PHONY: grade-fixture help deps deps-ready all build-student build-solution build-sanitize demo test check watch student-release gradescope-zip print-edited grade grade-all progress bench slides clean
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
@@ -280,6 +280,13 @@ grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree, 
 grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR: a CSV roster, a log each
 	@test -n "$(SUBMISSIONS)" || { echo "make grade-all: say where: make grade-all SUBMISSIONS=folder-of-submissions" >&2; exit 2; }
 	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(SANDBOX),--sandbox)
+
+# For maintainers: grade one broken submission as make test does, e.g.
+# make grade-fixture F=tests/fixtures/01-serial-matvec/segfault
+grade-fixture:
+	@test -d "$(F)" || { echo "make grade-fixture: F=tests/fixtures/LESSON/NAME, a folder" >&2; exit 2; }
+	@$(MAKE) -s --no-print-directory build-solution build/grade-tool/grade
+	@scripts/grade.sh --lesson $(notdir $(patsubst %/,%,$(dir $(F:/=)))) --overlay $(F:/=) --out build/test/fixtures/$(notdir $(patsubst %/,%,$(dir $(F:/=))))/$(notdir $(F:/=)) --expect $(F:/=)/expected.txt
 
 watch: ## run a lesson's checks again each time you save: make watch L=01
 	@test -n "$(LESSON_DIR)" || { echo "make watch: say which lesson, e.g. make watch L=01 (lessons: $(LESSONS))" >&2; exit 2; }

@@ -785,9 +785,9 @@ void harness_expect_success(const run_result *result, const char *what)
         ck_abort_msg("no answer from %s in %.0f s: an endless loop, or a "
                      "deadlock?", what, result->seconds);
     if (result->signal != 0)
-        ck_abort_msg("%s crashed after %.1f s: killed by signal %d (%s)", what,
-                     result->seconds, result->signal,
-                     strsignal(result->signal));
+        ck_abort_msg("%s crashed: %s (signal %d, after %.1f s)", what,
+                     strsignal(result->signal), result->signal,
+                     result->seconds);
     if (result->supervisor_lost)
         ck_abort_msg("%s killed the harness's keeper of the run after %.1f s: "
                      "code under test may signal only processes it started "
