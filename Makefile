@@ -115,9 +115,22 @@ build/$(1)/%.o: $(2)/%.cu
 	$$(NVCC) $$(NVCC_FLAGS) -Icommon -Ilessons/$$(*D) -MMD -MP -c $$< -o $$@
 endef
 
+# The checks on the files a student edits (scripts/check-submission.sh):
+# nothing links them before they pass. Not for the sanitizer's build (its
+# instrumentation calls are not a student's), which compiles the solutions.
+EDITED_OBJS = $(patsubst %.cu,%.o,$(patsubst %.c,%.o,$($(1)_EDITED)))
+# GRADE_SYMBOL_CHECK=0 turns the check off for a grading build only: make
+# test does so to prove that the sandbox alone stops what the check stops.
+SUBMISSION_CHECK = $(if $(filter sanitize,$(1)),,$(if $(and $(filter graded/%,$(1)),$(filter 0,$(GRADE_SYMBOL_CHECK))),,build/$(1)/$(2)/submission.ok))
+define submission_check_rules
+build/$(1)/$(2)/submission.ok: $(addprefix build/$(1)/$(2)/,$(call EDITED_OBJS,$(2))) build/$(SHARED_$(1))/common/libcommon.a scripts/check-submission.sh tests/symbols/all.txt $(wildcard tests/symbols/$(2).txt)
+	@scripts/check-submission.sh $(2) build/$(SHARED_$(1))/common/libcommon.a $$(filter %.o,$$^)
+	@touch $$@
+endef
+
 # $(1): variant, $(2): lesson, $(3): program
 define program_rules
-build/$(1)/$(2)/$(3): $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o)
+build/$(1)/$(2)/$(3): $(call SUBMISSION_CHECK,$(1),$(2)) $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o)
 	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o,$$^) build/$(SHARED_$(1))/common/libcommon.a $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 endef
 
@@ -129,11 +142,12 @@ $(foreach source,$($(2)_OPENMP),build/$(1)/$(2)/$(source:.c=.o)): EXTRA_FLAGS = 
 $(if $($(2)_CUDA),build/$(1)/$(2)/%.o build/$(SHARED_$(1))/tests/test_$(2).o: EXTRA_FLAGS += $$(CUDA_CFLAGS))
 # A lesson with MPI has headers that include mpi.h: its tests need mpicc too.
 $(if $($(2)_MPI),build/$(SHARED_$(1))/tests/test_$(2).o: COMPILER = $$(MPICC))
+$(if $(call SUBMISSION_CHECK,$(1),$(2)),$(eval $(call submission_check_rules,$(1),$(2))))
 $(foreach program,$($(2)_PROGRAMS),$(eval $(call program_rules,$(1),$(2),$(program))))
 # The producer: the student's files (PRODUCER_OBJS) with the given code that
 # runs them on the tests' inputs (tests/producer/LESSON.c). The judge (the
 # test program) links no lesson object: it runs the producer.
-build/$(1)/$(2)/producer: build/$(SHARED_$(1))/tests/producer/$(2).o build/$(SHARED_$(1))/tests/harness/producer.o $(addprefix build/$(1)/$(2)/,$($(2)_PRODUCER_OBJS)) $(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o
+build/$(1)/$(2)/producer: $(call SUBMISSION_CHECK,$(1),$(2)) build/$(SHARED_$(1))/tests/producer/$(2).o build/$(SHARED_$(1))/tests/harness/producer.o $(addprefix build/$(1)/$(2)/,$($(2)_PRODUCER_OBJS)) $(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o
 	@mkdir -p $$(@D)
 	$(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 $(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),build/$(SHARED_$(1))/tests/producer/$(2).o: COMPILER = $$(MPICC))
@@ -286,7 +300,7 @@ grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR: a CSV roster
 grade-fixture:
 	@test -d "$(F)" || { echo "make grade-fixture: F=tests/fixtures/LESSON/NAME, a folder" >&2; exit 2; }
 	@$(MAKE) -s --no-print-directory build-solution build/grade-tool/grade
-	@scripts/grade.sh --lesson $(notdir $(patsubst %/,%,$(dir $(F:/=)))) --overlay $(F:/=) --out build/test/fixtures/$(notdir $(patsubst %/,%,$(dir $(F:/=))))/$(notdir $(F:/=)) --expect $(F:/=)/expected.txt
+	@scripts/grade-fixture.sh $(F)
 
 watch: ## run a lesson's checks again each time you save: make watch L=01
 	@test -n "$(LESSON_DIR)" || { echo "make watch: say which lesson, e.g. make watch L=01 (lessons: $(LESSONS))" >&2; exit 2; }

@@ -2,12 +2,13 @@
 # make grade: builds and tests a submission lesson by lesson, and scores it.
 #
 #   scripts/grade.sh                        your own tree (lessons/), every lesson
-#   scripts/grade.sh --lesson 02-mpi-matvec one lesson
+#   scripts/grade.sh --lesson 02-mpi-matvec one lesson (or "L1 L2", several)
 #   scripts/grade.sh --submission DIR       another student's tree: only the files
 #                                           a student edits are taken from it
 #   scripts/grade.sh --out DIR              where results go (build/grade)
 #   scripts/grade.sh --sandbox              student code runs under bubblewrap:
-#                                           no network, the tree read-only
+#                                           no capabilities, no network, its own
+#                                           PID namespace, all read-only
 #   scripts/grade.sh --progress             one line per lesson and TODO
 # For make test: --solutions (grade the reference solutions), --overlay DIR (a
 # broken submission: the solutions with DIR's patches applied, FILE.patch for
@@ -25,7 +26,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -58,7 +59,7 @@ fi
 
 lessons=()
 for lesson in $ZZ_LESSONS; do
-    [ -z "$lesson_filter" ] || [ "$lesson" = "$lesson_filter" ] && lessons+=("$lesson")
+    [ -z "$lesson_filter" ] || [[ " $lesson_filter " == *" $lesson "* ]] && lessons+=("$lesson")
 done
 if [ ${#lessons[@]} -eq 0 ]; then
     echo "grade: no lesson '$lesson_filter' (lessons: $ZZ_LESSONS)" >&2
@@ -81,7 +82,33 @@ src=$out/src
 work=$out/work
 rm -rf "$src" "$work" "$build_dir"
 mkdir -p "$src" "$work" || exit 2
+root=$PWD
 start=$SECONDS
+
+# Lessons whose files were refused before any build, and why.
+declare -A refused=()
+
+# Copies one handed-in file, never through a symbolic link: a link could
+# point at the solutions. A file that is not a plain file, or is too large to
+# be source code, is refused too.
+take_file() {   # take_file LESSON FILE FROM (FROM relative to BASE) BASE
+    local lesson=$1 file=$2 from=$3 base=$4 path=$4 part
+    local IFS=/
+    for part in $from; do
+        path=$path/$part
+        if [ -L "$path" ]; then
+            refused[$lesson]+="refused: lessons/$lesson/$file: ${path#"$base"/} is a symbolic link (to $(readlink "$path")); hand in the file itself"$'\n'
+            return
+        fi
+    done
+    if [ ! -f "$path" ]; then
+        refused[$lesson]+="refused: lessons/$lesson/$file is not a plain file"$'\n'
+    elif [ "$(wc -c < "$path")" -gt 1048576 ]; then
+        refused[$lesson]+="refused: lessons/$lesson/$file is larger than 1 MiB"$'\n'
+    else
+        cp "$path" "$src/$lesson/$file" || exit 2
+    fi
+}
 
 # The submission's edited files, and nothing else of it.
 for pair in $ZZ_EDITED; do
@@ -90,84 +117,122 @@ for pair in $ZZ_EDITED; do
     if [ -n "$overlay" ]; then
         # A broken submission: the solution, with the fixture's patch (or
         # its whole file) in place of the file it breaks.
-        from=solutions/$lesson/$file
-        [ -e "$overlay/$file" ] && from=$overlay/$file
         if [ -e "$overlay/$file.patch" ]; then
-            patch --quiet --output="$src/$lesson/$file" "$from" \
+            patch --quiet --output="$src/$lesson/$file" "solutions/$lesson/$file" \
                 < "$overlay/$file.patch" || {
-                echo "grade: $overlay/$file.patch does not apply to $from" >&2
+                echo "grade: $overlay/$file.patch does not apply to solutions/$lesson/$file" >&2
                 exit 2
             }
-            continue
+        elif [ -e "$overlay/$file" ] || [ -L "$overlay/$file" ]; then
+            take_file "$lesson" "$file" "$file" "$overlay"
+        else
+            take_file "$lesson" "$file" "$lesson/$file" solutions
         fi
     elif [ -n "$submission" ]; then
-        from=$submission/lessons/$lesson/$file
-        # A file the student did not hand in is the untouched skeleton.
-        [ -e "$from" ] || from=lessons/$lesson/$file
+        if [ -e "$submission/lessons/$lesson/$file" ] || [ -L "$submission/lessons/$lesson/$file" ]; then
+            take_file "$lesson" "$file" "lessons/$lesson/$file" "$submission"
+        else
+            # A file the student did not hand in is the untouched skeleton.
+            cp "lessons/$lesson/$file" "$src/$lesson/$file" || exit 2
+        fi
     else
-        from=lessons/$lesson/$file
+        take_file "$lesson" "$file" "$lesson/$file" lessons
     fi
-    cp "$from" "$src/$lesson/$file" || exit 2
 done
 
 make -s --no-print-directory build/grade-tool/grade >/dev/null || exit 2
 
-sandbox_command=()
+sandbox_env=()
 if $sandbox; then
     if ! command -v bwrap >/dev/null 2>&1; then
         echo "grade: --sandbox needs bubblewrap (apt-get install bubblewrap)" >&2
         exit 2
     fi
-    # The whole tree read-only, a private /tmp, the work folder writable,
-    # no network.
-    sandbox_command=(bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
-                     --tmpfs /dev/shm --bind "$PWD/$work" "$PWD/$work"
-                     --unshare-net --die-with-parent --)
+    # Each program the tests run (never the tests themselves) runs under
+    # bubblewrap (tests/harness/harness.c): an unprivileged user with no
+    # capabilities, its own PID, network and IPC namespaces, the whole file
+    # system read-only, this repository hidden but for this grading's build,
+    # and nothing writable but the run's own scratch folder.
+    sandbox_env=(ZZ_SANDBOX=1 "ZZ_SANDBOX_HIDE=$root" "ZZ_SANDBOX_SHOW=$root/$build_dir")
 fi
 
-# Kills every process still running from this grading's build folder:
-# what a test left behind, even one that made itself a session of its own.
-sweep() {
-    local proc pid exe command
-    for proc in /proc/[0-9]*; do
-        pid=${proc#/proc/}
-        [ "$pid" = "$$" ] && continue
-        exe=$(readlink "$proc/exe" 2>/dev/null) || continue
-        command=$(tr '\0' ' ' < "$proc/cmdline" 2>/dev/null) || continue
-        case "$exe $command" in
-            *"$build_dir/"*) kill -9 "$pid" 2>/dev/null ;;
-        esac
-    done
-}
+# Where every program runs in a PID namespace of its own, the kernel ends
+# whatever a test left behind; elsewhere (no namespaces here) the grader
+# sweeps this grading's own programs by their absolute path afterwards.
+namespaces=false
+if unshare --pid --fork true 2>/dev/null || unshare --user --pid --fork true 2>/dev/null; then
+    namespaces=true
+fi
 
+# What each lesson's tests judged, kept here until every lesson is done: no
+# program of a later lesson can reach it.
+declare -A verdicts=() endings=()
 for lesson in "${lessons[@]}"; do
     # A lesson that cannot be built here (CUDA without nvcc): every test is
     # skipped, with the reason, and scored as its manifest says.
     if [[ " ${ZZ_UNBUILT:-} " == *" $lesson "* ]]; then
-        grep '^[^#].*|.*|' "tests/manifest/$lesson.txt" |
+        verdicts[$lesson]=$(grep '^[^#].*|.*|' "tests/manifest/$lesson.txt" |
             awk -F'|' -v why="${ZZ_UNBUILT_REASON:-not built here}" '
-                { name = $3; gsub(/^ +| +$/, "", name); print "skip\t" name "\t" why }' \
-            > "$work/$lesson.results"
+                { name = $3; gsub(/^ +| +$/, "", name); print "skip\t" name "\t" why }')
+        continue
+    fi
+    if [ -n "${refused[$lesson]:-}" ]; then
+        printf '%s' "${refused[$lesson]}" > "$work/$lesson.build.log"
+        $progress || echo "grade: lesson $lesson was refused (see $work/$lesson.build.log)"
         continue
     fi
     binary=$build_dir/tests/test_$lesson
     if ! make -s --no-print-directory GRADE_SRC="$src" GRADE_ID="$grade_id" \
+            ${GRADE_SYMBOL_CHECK:+GRADE_SYMBOL_CHECK=$GRADE_SYMBOL_CHECK} \
             "$binary" > "$work/$lesson.build.log" 2>&1; then
-        $progress || echo "grade: lesson $lesson does not compile (see $work/$lesson.build.log)"
+        $progress || echo "grade: lesson $lesson does not build (see $work/$lesson.build.log)"
         continue
     fi
     # CUDA reserves far more address space than it uses: its lessons get
     # no address-space limit (the GPU's own memory bounds them).
     lesson_memory=$memory_kib
     [[ " ${ZZ_CUDA_LESSONS:-} " == *" $lesson "* ]] && lesson_memory=unlimited
-    (
-        ulimit -t "$cpu_seconds" -v "$lesson_memory" -f "$file_kib"
-        [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
-        exec timeout --kill-after=10 "$wall_seconds" setsid \
-            "${sandbox_command[@]}" env ZZ_BUILD_DIR="$build_dir" "$binary" \
-            --title "lesson $lesson" --mode student --results "$work/$lesson.results"
-    ) > "$work/$lesson.log" 2>&1 < /dev/null
-    sweep
+    lesson_start=$SECONDS
+    # The runner sends its verdicts, one line a test as each ends, to
+    # descriptor 3: a pipe into this script, which no program it runs holds.
+    output=$( {
+        (
+            ulimit -t "$cpu_seconds" -v "$lesson_memory" -f "$file_kib"
+            [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
+            exec timeout --kill-after=10 "$wall_seconds" \
+                env ZZ_BUILD_DIR="$build_dir" "${sandbox_env[@]}" "$binary" \
+                --title "lesson $lesson" --mode student --results-fd 3 \
+                3>&1 > "$work/$lesson.log" 2>&1 < /dev/null
+        )
+        echo "ended $?"
+    } )
+    status=${output##*ended }
+    verdicts[$lesson]=${output%ended*}
+    seconds=$((SECONDS - lesson_start))
+    case "$status" in
+        0|1) ;;
+        124|137) endings[$lesson]="the lesson's tests were stopped at its wall-clock limit of $wall_seconds s" ;;
+        152) endings[$lesson]="the lesson's test program was killed by its CPU-time limit of $cpu_seconds s, after $seconds s" ;;
+        *)
+            if [ "$status" -gt 128 ]; then
+                endings[$lesson]="the lesson's test program was killed by signal $((status - 128)) ($(kill -l $((status - 128)) 2>/dev/null || echo '?')) after $seconds s"
+            else
+                endings[$lesson]="the lesson's test program failed with status $status after $seconds s"
+            fi ;;
+    esac
+    if [ -n "${endings[$lesson]:-}" ]; then
+        endings[$lesson]+="; its log ends: $(tail -n 3 "$work/$lesson.log" | tr '\n\t' '  ' | cut -c1-300)"
+        $progress || echo "grade: lesson $lesson: ${endings[$lesson]}"
+    fi
+    $namespaces || build/grade-tool/grade --sweep "$root/$build_dir"
+done
+
+# Only now, with every lesson's tests ended, do the verdicts reach files.
+for lesson in "${!verdicts[@]}"; do
+    printf '%s' "${verdicts[$lesson]}" > "$work/$lesson.results"
+done
+for lesson in "${!endings[@]}"; do
+    printf '%s\n' "${endings[$lesson]}" > "$work/$lesson.ended"
 done
 
 # The scores: written after every test of every lesson has ended, over any

@@ -58,18 +58,11 @@ for lesson in "$@"; do
         [ -e "$expect" ] && fixtures+=("$lesson $(dirname "$expect")")
     done
 done
-# A CUDA lesson's fixture has two sets of expectations: expected.txt where
-# its tests are skipped (no GPU), expected-gpu.txt where they run.
-have_gpu=false
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU && have_gpu=true
 grade_fixture() {   # grade_fixture LESSON FOLDER: output to FOLDER's log
     local out="build/test/fixtures/$1/$(basename "$2")"
-    local expect="$2/expected.txt"
-    $have_gpu && [ -e "$2/expected-gpu.txt" ] && expect="$2/expected-gpu.txt"
     mkdir -p "$out"
     local start=$SECONDS
-    scripts/grade.sh --lesson "$1" --overlay "$2" --out "$out" \
-        --expect "$expect" --tally "$tally" > "$out.log" 2>&1
+    scripts/grade-fixture.sh "$2" --tally "$tally" > "$out.log" 2>&1
     local result=$?
     echo "  ($((SECONDS - start)) s)" >> "$out.log"
     return $result

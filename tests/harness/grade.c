@@ -5,8 +5,13 @@
  *                               tests/hidden/manifest/LESSON.txt if present
  *   WORK/LESSON.results         what the runner judged, one line a test:
  *                               "OUTCOME<TAB>NAME<TAB>MESSAGE"
- *   WORK/LESSON.build.log       when the lesson did not compile (and so has
- *                               no results): the compiler's words
+ *   WORK/LESSON.build.log       when the lesson did not build (and so has
+ *                               no results): the compiler's words, or the
+ *                               "refused: ..." lines of the checks on the
+ *                               submission's files (scripts/check-submission.sh)
+ *   WORK/LESSON.ended           when the test program did not end by itself:
+ *                               how it ended; its tests that have no result
+ *                               fail with those words
  * and writes into OUT: results.json (Gradescope's format), junit.xml,
  * results.tap, scores.txt (per lesson, for rosters); on stdout a table and
  * "Score: X/Y". It exits 0 only at full
@@ -21,16 +26,22 @@
  *   (--sources: the folder the submission's files were copied to; messages
  *   name them as lessons/LESSON/FILE, where the student knows them)
  *   grade ... --progress         one line per lesson and TODO, for students
+ *   grade --sweep DIR            kills every process whose program lies in
+ *                                DIR (absolute): for systems where programs
+ *                                cannot run in PID namespaces of their own
  *   grade --lessons L --check-names FILE   every test named in FILE has
  *                                exactly one manifest line, and back
  *   grade ... --expect FILE      checks a broken submission's expected score
  *         [--tally FILE]         and failures (in tests/fixtures): exit 0
  *                                when every expectation holds */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { MAX_TESTS = 2048, TEXT = 2048 };
 
@@ -122,20 +133,28 @@ static test *find(const char *lesson, const char *name)
     return NULL;
 }
 
-/* The compiler's error lines, for a lesson that did not build. */
+/* Why a lesson did not build: the lines that refused the submission's
+ * files, or else the compiler's error lines. */
 static void read_build_failure(const char *path, char *message, size_t len)
 {
     FILE *file = fopen(path, "r");
     char line[1024];
-    size_t used = (size_t)snprintf(message, len, "your files do not compile, "
-                                   "so this lesson scores 0:");
+    bool refused = false;
+    while (file != NULL && fgets(line, sizeof line, file) != NULL)
+        refused = refused || strncmp(line, "refused: ", 9) == 0;
+    size_t used = (size_t)snprintf(message, len, refused
+        ? "your files were refused, so this lesson scores 0:"
+        : "your files do not compile, so this lesson scores 0:");
     int shown = 0;
+    if (file != NULL)
+        rewind(file);
     while (file != NULL && fgets(line, sizeof line, file) != NULL &&
            shown < 6 && used < len) {
-        if (strstr(line, "error") == NULL)
+        if (refused ? strncmp(line, "refused: ", 9) != 0
+                    : strstr(line, "error") == NULL)
             continue;
         used += (size_t)snprintf(message + used, len - used, " %s",
-                                 trim(line));
+                                 trim(refused ? line + 9 : line));
         shown++;
     }
     if (file != NULL)
@@ -148,6 +167,19 @@ static void read_build_failure(const char *path, char *message, size_t len)
 static void read_results(const char *work, const char *lesson)
 {
     char path[4096], line[TEXT + 512];
+    snprintf(path, sizeof path, "%s/%s.ended", work, lesson);
+    FILE *ended = fopen(path, "r");
+    if (ended != NULL) {
+        /* The tests that did not get to run, and why. */
+        char how[TEXT - 64] = "";
+        if (fgets(how, sizeof how, ended) == NULL)
+            how[0] = '\0';
+        fclose(ended);
+        for (int k = 0; k < test_count; k++)
+            if (strcmp(tests[k].lesson, lesson) == 0)
+                snprintf(tests[k].message, sizeof tests[k].message,
+                         "this test did not run: %s", trim(how));
+    }
     snprintf(path, sizeof path, "%s/%s.results", work, lesson);
     FILE *file = fopen(path, "r");
     if (file == NULL) {
@@ -415,7 +447,8 @@ static void print_table(double score, double max_score)
         }
         printf("  %-26s %4g/%-4g\n", lesson, got, of);
         /* A lesson that did not compile says so once. */
-        if (strncmp(tests[k].message, "your files do not compile", 25) == 0 &&
+        if ((strncmp(tests[k].message, "your files do not compile", 25) == 0 ||
+             strncmp(tests[k].message, "your files were refused", 23) == 0) &&
             tests[k].what != PASSED) {
             printf("      [FAIL] %.600s\n", tests[k].message);
             k = end;
@@ -592,8 +625,50 @@ static int check_names(const char *path)
     return problems;
 }
 
+/* Kills every process whose program (its /proc/PID/exe) lies in `dir`, an
+ * absolute path: this grading's own build, which no other checkout or
+ * grading shares, whatever their command lines say. Repeated until none is
+ * found, so that a process that forked while being killed goes too. */
+static int sweep(const char *dir)
+{
+#ifdef __linux__
+    size_t length = strlen(dir);
+    if (dir[0] != '/' || length == 0) {
+        fprintf(stderr, "grade: --sweep needs an absolute folder\n");
+        return 2;
+    }
+    for (int round = 0; round < 100; round++) {
+        int found = 0;
+        DIR *proc = opendir("/proc");
+        struct dirent *entry;
+        while (proc != NULL && (entry = readdir(proc)) != NULL) {
+            char link[300], exe[4096];
+            if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+                continue;
+            snprintf(link, sizeof link, "/proc/%s/exe", entry->d_name);
+            ssize_t n = readlink(link, exe, sizeof exe - 1);
+            if (n <= 0)
+                continue;
+            exe[n] = '\0';
+            if (strncmp(exe, dir, length) == 0 && exe[length] == '/' &&
+                kill((pid_t)atoi(entry->d_name), SIGKILL) == 0)
+                found++;
+        }
+        if (proc != NULL)
+            closedir(proc);
+        if (found == 0)
+            break;
+    }
+#else
+    (void)dir;
+#endif
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--sweep") == 0)
+        return sweep(argv[2]);
     const char *lessons = NULL, *work = NULL, *out = NULL;
     const char *manifests = "tests/manifest", *expect = NULL, *tally = NULL;
     const char *title = "grade", *sources = NULL, *names_path = NULL;

@@ -39,6 +39,7 @@ static int registered_tests;
 enum { MAX_TESTS = 1024 };
 static bool marks_expected[MAX_TESTS];
 static const char *test_names[MAX_TESTS];
+static double test_timeouts[MAX_TESTS];
 
 static void count_test_case(void)
 {
@@ -68,6 +69,11 @@ bool harness_expects_mark(int test)
     return test >= 0 && test < MAX_TESTS && marks_expected[test];
 }
 
+double harness_test_timeout(int test)
+{
+    return test >= 0 && test < MAX_TESTS ? test_timeouts[test] : 0;
+}
+
 const char *harness_test_name(int test)
 {
     return test >= 0 && test < MAX_TESTS ? test_names[test] : NULL;
@@ -86,6 +92,7 @@ void harness_add(Suite *suite, const char *name, const TTest *test, int index,
     if (registered_tests < MAX_TESTS) {
         marks_expected[registered_tests] = true;
         test_names[registered_tests] = name;
+        test_timeouts[registered_tests] = timeout_s;
     }
     registered_tests++;
 }
@@ -98,8 +105,10 @@ void harness_add_exit(Suite *suite, const char *name, const TTest *test,
     tcase_add_exit_test(tcase, test, status);
     tcase_set_timeout(tcase, timeout_s);
     suite_add_tcase(suite, tcase);
-    if (registered_tests < MAX_TESTS)
+    if (registered_tests < MAX_TESTS) {
         test_names[registered_tests] = name;
+        test_timeouts[registered_tests] = timeout_s;
+    }
     registered_tests++; /* it ends by exiting: no mark expected */
 }
 
@@ -839,8 +848,9 @@ void harness_read_output(const char *dir, const char *name, void *values,
     char path[HARNESS_PATH + 128];
     snprintf(path, sizeof path, "%s/%s.bin", dir, name);
     FILE *file = fopen(path, "rb");
-    ck_assert_msg(file != NULL, "the producer wrote no %s: did the code "
-                  "under test end the program early?", name);
+    ck_assert_msg(file != NULL, "the program that runs your code wrote no "
+                  "%s: it ended before your code returned (exit() in the "
+                  "middle of it?)", name);
     size_t got = size > 0 ? fread(values, size, count, file) : 0;
     int extra = fgetc(file);
     fclose(file);

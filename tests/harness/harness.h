@@ -35,6 +35,7 @@ void harness_record_completions(int fd);
 int harness_test_count(void);
 bool harness_expects_mark(int test);
 const char *harness_test_name(int test);
+double harness_test_timeout(int test);
 
 /* Adds a test that passes when its process exits with `status` (a nonzero
  * status: exit(0) halfway must never pass). */
