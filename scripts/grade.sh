@@ -200,7 +200,7 @@ for lesson in "${lessons[@]}"; do
             ulimit -t "$cpu_seconds" -v "$lesson_memory" -f "$file_kib"
             [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
             exec timeout --kill-after=10 "$wall_seconds" \
-                env ZZ_BUILD_DIR="$build_dir" "${sandbox_env[@]}" "$binary" \
+                env ZZ_BUILD_DIR="$root/$build_dir" "${sandbox_env[@]}" "$binary" \
                 --title "lesson $lesson" --mode student --results-fd 3 \
                 3>&1 > "$work/$lesson.log" 2>&1 < /dev/null
         )
