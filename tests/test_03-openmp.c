@@ -1,89 +1,62 @@
 /* Lesson 03's tests: the three threaded products for 1 to 4 threads, against
  * the serial kernel (rows, triangular: the same bits) or a reference within
  * an error bound (columns); a count of the threads that really ran; the
- * padded counters' addresses; and the hybrid program under mpirun. */
-#define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
+ * padded counters' addresses; and the hybrid program under mpirun. The
+ * products and the counters run in the lesson's producer
+ * (tests/producer/03-openmp.c), never in this program: it writes their
+ * inputs, reads what they computed and what the producer's given code saw
+ * of how they ran (threads, addresses), and decides here. */
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "counters.h"
 #include "harness.h"
 #include "kernels.h"
 #include "matrix.h"
-#include "omp_matvec.h"
+#include "producer/03-openmp.h"
 #include "reference.h"
 
-enum { MAX_TEST_THREADS = 4 };
+static const char LESSON[] = "03-openmp";
 
-typedef struct {
-    size_t m, n;
-    const char *why;  /* what the shape catches */
-} shape;
-
-/* Shapes for the row split and the column split. */
-static const shape shapes[] = {
-    { 1, 1, "one row for many threads" },
-    { 7, 13, "fewer rows than blocks of 4 per thread" },
-    { 100, 37, "rows not a multiple of the threads" },
-    { 257, 300, "a larger, ragged product" },
-};
-enum { shape_count = sizeof shapes / sizeof shapes[0] };
-
-/* Exactly `threads` threads for the regions that follow: with dynamic
- * adjustment (OMP_DYNAMIC=true in someone's environment) the runtime could
- * give a region fewer, and the thread count below would mislead. */
-static void use_threads(int threads)
-{
-    omp_set_dynamic(0);
-    omp_set_num_threads(threads);
-}
-
-/* Generated inputs; A is (m, n), x is (n). */
+/* Generated inputs; A is (m, n), x is (n). The producer's columns case
+ * generates its own the same way (03-openmp.h). */
 static void fill(size_t m, size_t n, double *A, double *x)
 {
-    matrix_fill_random(A, m, n, 0, 0, 2025);
-    vector_fill_random(x, n, 0, 2025);
+    matrix_fill_random(A, m, n, 0, 0, CASE_SEED);
+    vector_fill_random(x, n, 0, CASE_SEED);
 }
 
-static void fill_nan(double *v, size_t count)
+/* Runs the producer's case `case_name` with `args` in `dir`, with a time
+ * limit a couple of seconds below the test's own (`test_timeout_s`, as
+ * given to harness_add), so that a product that never ends is reported as
+ * such, not as a test killed by Check; fails the test unless it ran to its
+ * end. */
+static void produce_case(const char *case_name, const char *dir,
+                         const char *args, double test_timeout_s,
+                         const char *what)
 {
-    for (size_t k = 0; k < count; k++)
-        v[k] = NAN;
+    run_result r = harness_produce(LESSON, case_name, dir, args, NULL,
+                                   test_timeout_s - 2);
+    harness_expect_success(&r, what);
+    run_result_free(&r);
 }
 
-/* The threads this process has now: one entry each in /proc/self/task
- * (Linux); -1 where that folder does not exist (macOS, the BSDs). */
-static int threads_alive(void)
-{
-    DIR *tasks = opendir("/proc/self/task");
-    if (tasks == NULL)
-        return -1;
-    int count = 0;
-    struct dirent *entry;
-    while ((entry = readdir(tasks)) != NULL)
-        if (entry->d_name[0] != '.')
-            count++;
-    closedir(tasks);
-    return count;
-}
-
-/* Proves that a call ran on `threads` threads. Each test runs in a fresh
- * process (Check forks one per test) that starts with one thread, and
- * OpenMP keeps the threads of a parallel region alive afterwards, waiting
- * for the next one; so a call that used T threads leaves at least T - 1
- * more than there were before it. Where threads cannot be counted, the
- * test ends as skipped, saying so: not passed. */
-static void expect_threads_used(int before, int threads, const char *what,
-                                const char *todo)
+/* Proves that the producer's calls ran on `threads` threads, from the
+ * threads its process had before the first call and after the last
+ * (`seen`, counted by the producer's given code in /proc/self/task). The
+ * producer starts with one thread, and OpenMP keeps the threads of a
+ * parallel region alive afterwards, waiting for the next one; so calls
+ * that used T threads leave at least T - 1 more than there were before
+ * them. Where threads cannot be counted (-1), the test ends as skipped,
+ * saying so: not passed. */
+static void expect_threads_used(const int seen[2], int threads,
+                                const char *what, const char *todo)
 {
     if (threads == 1)
         return;
-    int after = threads_alive();
+    int before = seen[0], after = seen[1];
     if (before < 0 || after < 0)
         ck_abort_msg("skipped: %s: the result is right, but this system has "
                      "no /proc/self/task, so the test cannot count the "
@@ -91,10 +64,10 @@ static void expect_threads_used(int before, int threads, const char *what,
     ck_assert_msg(after - before >= threads - 1, "%s: the result is right, "
                   "but the work was not spread over threads: %d threads "
                   "were asked for (omp_set_num_threads), and the process "
-                  "has %d thread%s after the call, %d before. Hint: %s: is "
-                  "there a parallel loop (#pragma omp parallel for) around "
-                  "the rows?", what, threads, after, after == 1 ? "" : "s",
-                  before, todo);
+                  "that ran it has %d thread%s after the call, %d before. "
+                  "Hint: %s: is there a parallel loop (#pragma omp parallel "
+                  "for) around the rows?", what, threads, after,
+                  after == 1 ? "" : "s", before, todo);
 }
 
 /* Fails with the comparison's words, and for a NaN a word about it. */
@@ -115,42 +88,51 @@ static void expect_comparison(const comparison_t *c, const char *what,
 
 /* ---- TODO 1: the row split ---------------------------------------------- */
 
+enum { ROWS_TIMEOUT_S = 10 };
+
 START_TEST(rows_case)
 {
     int threads = _i / shape_count + 1;
     const shape *s = &shapes[_i % shape_count];
-    char what[128];
+    char what[128], dir[HARNESS_PATH], args[32], run_what[160];
     snprintf(what, sizeof what, "A is %zu x %zu, %d thread%s", s->m, s->n,
              threads, threads == 1 ? "" : "s");
     double *A = matrix_alloc(s->m, s->n, "A");
-    double *A_copy = matrix_alloc(s->m, s->n, "copy of A");
-    double *x = vector_alloc(s->n, "x"), *x_copy = vector_alloc(s->n, "x");
+    double *A_after = matrix_alloc(s->m, s->n, "A after");
+    double *x = vector_alloc(s->n, "x"), *x_after = vector_alloc(s->n, "x");
     double *y = vector_alloc(s->m, "y"), *expected = vector_alloc(s->m, "y");
+    int seen[2];
     fill(s->m, s->n, A, x);
-    fill(s->m, s->n, A_copy, x_copy);
     matvec_rows(s->m, s->n, A, s->n, x, expected);
-    fill_nan(y, s->m);
-    use_threads(threads);
-    int before = threads_alive();
 
-    matvec_omp_rows(s->m, s->n, A, x, y);
+    harness_out_dir(dir);
+    harness_write_input(dir, "A", A, sizeof *A, s->m * s->n);
+    harness_write_input(dir, "x", x, sizeof *x, s->n);
+    snprintf(args, sizeof args, "%d %d", threads, _i % shape_count);
+    snprintf(run_what, sizeof run_what, "matvec_omp_rows (%s)", what);
+    produce_case("rows", dir, args, ROWS_TIMEOUT_S, run_what);
+    harness_read_output(dir, "y", y, sizeof *y, s->m);
+    harness_read_output(dir, "A", A_after, sizeof *A_after, s->m * s->n);
+    harness_read_output(dir, "x", x_after, sizeof *x_after, s->n);
+    harness_read_output(dir, "threads", seen, sizeof seen[0], 2);
+    harness_remove_out_dir(dir);
 
     comparison_t c = compare_bitwise(expected, y, s->m);
     expect_comparison(&c, what, "TODO 1: every row, including the last few "
                       "when m is not a multiple of ROWS_PER_TASK, goes whole "
                       "to one call of matvec_rows, which writes y[i] for "
                       "row i: the same bits as the serial call");
-    c = compare_bitwise(A_copy, A, s->m * s->n);
+    c = compare_bitwise(A, A_after, s->m * s->n);
     ck_assert_msg(comparison_ok(&c), "%s: A[%zu] changed: the product must "
                   "only read A (TODO 1)", what, c.first);
-    c = compare_bitwise(x_copy, x, s->n);
+    c = compare_bitwise(x, x_after, s->n);
     ck_assert_msg(comparison_ok(&c), "%s: x[%zu] changed: the product must "
                   "only read x (TODO 1)", what, c.first);
-    expect_threads_used(before, threads, what, "TODO 1");
+    expect_threads_used(seen, threads, what, "TODO 1");
     matrix_free(A);
-    matrix_free(A_copy);
+    matrix_free(A_after);
     matrix_free(x);
-    matrix_free(x_copy);
+    matrix_free(x_after);
     matrix_free(y);
     matrix_free(expected);
 }
@@ -158,47 +140,58 @@ END_TEST
 
 /* ---- TODO 2: the triangular product under three schedules --------------- */
 
-static const struct {
-    omp_sched_t kind;
-    const char *name;
-} schedules[] = {
-    { omp_sched_static, "static" },
-    { omp_sched_dynamic, "dynamic" },
-    { omp_sched_guided, "guided" },
-};
-enum { schedule_count = sizeof schedules / sizeof schedules[0] };
+enum { TRIANGULAR_TIMEOUT_S = 10 };
 
-/* Orders of L, from one row to more rows than any chunk size. */
-static const size_t triangular_orders[] = { 1, 2, 5, 64, 301 };
-enum { order_count = sizeof triangular_orders / sizeof triangular_orders[0] };
+/* L and x of order n: L generated, with NaN above the diagonal, so that a
+ * product that reads there cannot pass. */
+static void triangular_inputs(size_t n, double *L, double *x)
+{
+    fill(n, n, L, x);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            L[i * n + j] = NAN;
+}
 
 START_TEST(triangular_case)
 {
     int threads = _i / schedule_count + 1;
     int schedule = _i % schedule_count;
-    use_threads(threads);
-    /* Chunk 0: each schedule's default chunk. */
-    omp_set_schedule(schedules[schedule].kind, 0);
-    int before = threads_alive();
-    char what[128] = "";
+    char what[128], dir[HARNESS_PATH], args[32], name[48];
+    int seen[2];
+    harness_out_dir(dir);
+    /* Every order's input, for one run of the producer that multiplies
+     * them all in one process, as one program would. */
+    for (int k = 0; k < order_count; k++) {
+        size_t n = triangular_orders[k];
+        double *L = matrix_alloc(n, n, "L"), *x = vector_alloc(n, "x");
+        triangular_inputs(n, L, x);
+        snprintf(name, sizeof name, "L-%d", k);
+        harness_write_input(dir, name, L, sizeof *L, n * n);
+        snprintf(name, sizeof name, "x-%d", k);
+        harness_write_input(dir, name, x, sizeof *x, n);
+        matrix_free(L);
+        matrix_free(x);
+    }
+    snprintf(args, sizeof args, "%d %d", threads, schedule);
+    snprintf(what, sizeof what, "matvec_omp_triangular (%d thread%s, "
+             "schedule %s)", threads, threads == 1 ? "" : "s",
+             schedule_names[schedule]);
+    produce_case("triangular", dir, args, TRIANGULAR_TIMEOUT_S, what);
+    harness_read_output(dir, "threads", seen, sizeof seen[0], 2);
+
     for (int k = 0; k < order_count; k++) {
         size_t n = triangular_orders[k];
         snprintf(what, sizeof what, "L is %zu x %zu, %d thread%s, schedule "
                  "%s", n, n, threads, threads == 1 ? "" : "s",
-                 schedules[schedule].name);
+                 schedule_names[schedule]);
         double *L = matrix_alloc(n, n, "L");
         double *x = vector_alloc(n, "x");
         double *y = vector_alloc(n, "y"), *expected = vector_alloc(n, "y");
-        fill(n, n, L, x);
-        /* NaN above the diagonal: a product that reads there cannot pass. */
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = i + 1; j < n; j++)
-                L[i * n + j] = NAN;
+        triangular_inputs(n, L, x);
         for (size_t i = 0; i < n; i++)
             matvec_rows(1, i + 1, &L[i * n], n, x, &expected[i]);
-        fill_nan(y, n);
-
-        matvec_omp_triangular(n, L, x, y);
+        snprintf(name, sizeof name, "y-%d", k);
+        harness_read_output(dir, name, y, sizeof *y, n);
 
         comparison_t c = compare_bitwise(expected, y, n);
         expect_comparison(&c, what, "TODO 2: row i has i + 1 entries, "
@@ -210,51 +203,47 @@ START_TEST(triangular_case)
         matrix_free(y);
         matrix_free(expected);
     }
+    harness_remove_out_dir(dir);
     snprintf(what, sizeof what, "triangular products, %d thread%s, schedule "
              "%s", threads, threads == 1 ? "" : "s",
-             schedules[schedule].name);
-    expect_threads_used(before, threads, what, "TODO 2");
+             schedule_names[schedule]);
+    expect_threads_used(seen, threads, what, "TODO 2");
 }
 END_TEST
 
 /* ---- TODO 3: the column split -------------------------------------------- */
 
-/* The row split's shapes, two with fewer rows than threads or fewer
- * columns than threads, and one where every thread's partial results land
- * on the same few elements of y: that is where threads that add into
- * shared memory collide most. */
-static const shape column_shapes[] = {
-    { 1, 1, "one element" },
-    { 7, 13, "small" },
-    { 100, 37, "rows not a multiple of the threads" },
-    { 257, 300, "larger, ragged" },
-    { 3, 1000, "fewer rows than threads" },
-    { 300, 2, "fewer columns than threads" },
-    { 16, 200000, "every thread on the same 16 elements of y" },
-};
-enum { column_shape_count = sizeof column_shapes / sizeof column_shapes[0] };
+/* Seven shapes, one of them 25 MB, each multiplied three times, and the
+ * references of all seven: more work than any other test here, so more
+ * time. */
+enum { COLUMNS_TIMEOUT_S = 20 };
 
-/* Calls of the same product on the same input. Why three: a correct column
- * split adds each y[i]'s partial results in thread order, so every call
- * gives the same bits. Threads that add into shared y without a reduction
- * or synchronisation race: two of them read y[i], both add, both store,
- * and one addition is lost; and the order of the additions changes from
- * call to call. When 4 threads add every product of a 16 x 200000 matrix
- * into the same 16 elements of y, at least one of three calls shows a
- * wrong or a different result with overwhelming probability (200 trials of
- * 200 on a 2-core machine; with 2 threads, 193 of 200). A race shows only
- * when the threads overlap in time, and on a machine busy with other work
- * they may not; so the test also checks what TODO 3 promises, which does
- * not depend on timing: every thread's partial y is in its own row of
- * partials. */
-enum { COLUMN_CALLS = 3 };
+/* Why COLUMN_CALLS (03-openmp.h) is three: a correct column split adds each
+ * y[i]'s partial results in thread order, so every call gives the same
+ * bits. Threads that add into shared y without a reduction or
+ * synchronisation race: two of them read y[i], both add, both store, and
+ * one addition is lost; and the order of the additions changes from call
+ * to call. When 4 threads add every product of a 16 x 200000 matrix into
+ * the same 16 elements of y, at least one of three calls shows a wrong or
+ * a different result with overwhelming probability (200 trials of 200 on a
+ * 2-core machine; with 2 threads, 193 of 200). A race shows only when the
+ * threads overlap in time, and on a machine busy with other work they may
+ * not; so the test also checks what TODO 3 promises, which does not depend
+ * on timing: every thread's partial y is in its own row of partials. */
 
 START_TEST(columns_case)
 {
     int threads = _i + 1;
-    use_threads(threads);
-    int before = threads_alive();
-    char what[160] = "";
+    char what[160] = "", dir[HARNESS_PATH], args[16], name[48];
+    int seen[2];
+    snprintf(what, sizeof what, "matvec_omp_columns (%d thread%s)", threads,
+             threads == 1 ? "" : "s");
+    /* The producer generates A and x itself, as fill() does here, and
+     * calls the product COLUMN_CALLS times on each shape. */
+    harness_out_dir(dir);
+    snprintf(args, sizeof args, "%d", threads);
+    produce_case("columns", dir, args, COLUMNS_TIMEOUT_S, what);
+    harness_read_output(dir, "threads", seen, sizeof seen[0], 2);
     for (int k = 0; k < column_shape_count; k++) {
         const shape *s = &column_shapes[k];
         snprintf(what, sizeof what, "A is %zu x %zu (%s), %d thread%s",
@@ -264,10 +253,11 @@ START_TEST(columns_case)
         double *expected = vector_alloc(s->m, "reference y");
         double *bound = vector_alloc(s->m, "bounds");
         double *y[COLUMN_CALLS];
-        /* Room for as many rows as the product may use threads; NaN, so a
-         * row read before it was written shows. */
-        double *partials = matrix_alloc((size_t)omp_get_max_threads(), s->m,
-                                        "partials");
+        /* The rows of partials of the `threads` threads, as the product
+         * left them; the producer filled them with NaN before each call,
+         * so a row read before it was written shows. */
+        size_t held = (size_t)threads * s->m;
+        double *partials = matrix_alloc((size_t)threads, s->m, "partials");
         fill(s->m, s->n, A, x);
         /* One bound serves every order of additions. The error bound of a
          * dot product, gamma_n * sum_j |A[i][j] x[j]| (common/reference.h),
@@ -281,10 +271,10 @@ START_TEST(columns_case)
         reference_matvec(s->m, s->n, A, x, expected, bound);
         for (int call = 0; call < COLUMN_CALLS; call++) {
             y[call] = vector_alloc(s->m, "y");
-            fill_nan(y[call], s->m);
-            fill_nan(partials, (size_t)omp_get_max_threads() * s->m);
-
-            matvec_omp_columns(s->m, s->n, A, x, y[call], partials);
+            snprintf(name, sizeof name, "y-%d-%d", k, call);
+            harness_read_output(dir, name, y[call], sizeof *y[call], s->m);
+            snprintf(name, sizeof name, "partials-%d-%d", k, call);
+            harness_read_output(dir, name, partials, sizeof *partials, held);
 
             char call_what[200];
             snprintf(call_what, sizeof call_what, "%s, call %d of %d", what,
@@ -299,7 +289,7 @@ START_TEST(columns_case)
                               "barrier. Also check each thread's column "
                               "block and its slice of x");
             /* The contract of TODO 3: thread t's partial y in row t. */
-            size_t unwritten = 0, held = (size_t)threads * s->m;
+            size_t unwritten = 0;
             while (unwritten < held && !isnan(partials[unwritten]))
                 unwritten++;
             ck_assert_msg(unwritten == held, "%s: row %zu of partials was "
@@ -332,24 +322,41 @@ START_TEST(columns_case)
         matrix_free(bound);
         matrix_free(partials);
     }
+    harness_remove_out_dir(dir);
     snprintf(what, sizeof what, "column split, %d thread%s", threads,
              threads == 1 ? "" : "s");
-    expect_threads_used(before, threads, what, "TODO 3");
+    expect_threads_used(seen, threads, what, "TODO 3");
 }
 END_TEST
 
 /* ---- TODO 4: padded counters --------------------------------------------- */
 
+enum { COUNTERS_TIMEOUT_S = 10 };
+
 START_TEST(counters_case)
 {
     int threads = _i;
-    long events = 100000;
-    long *counters = padded_counters_alloc(threads);
-    ck_assert_msg(counters != NULL, "padded_counters_alloc(%d) returned NULL "
+    char dir[HARNESS_PATH], args[16], what[64];
+    uintptr_t block, addresses[MAX_COUNTER_THREADS];
+    long counts[MAX_COUNTER_THREADS];
+    harness_out_dir(dir);
+    snprintf(args, sizeof args, "%d", threads);
+    snprintf(what, sizeof what, "the padded counters of %d thread%s",
+             threads, threads == 1 ? "" : "s");
+    produce_case("counters", dir, args, COUNTERS_TIMEOUT_S, what);
+    harness_read_output(dir, "block", &block, sizeof block, 1);
+    ck_assert_msg(block != 0, "padded_counters_alloc(%d) returned NULL "
                   "(TODO 4): aligned_alloc needs a size that is a multiple "
                   "of the alignment", threads);
+    /* Where padded_counter put each thread's counter, and, after the
+     * demo, what the producer read at those addresses. */
+    harness_read_output(dir, "addresses", addresses, sizeof addresses[0],
+                        (size_t)threads);
+    harness_read_output(dir, "counts", counts, sizeof counts[0],
+                        (size_t)threads);
+    harness_remove_out_dir(dir);
     for (int t = 0; t < threads; t++) {
-        uintptr_t address = (uintptr_t)padded_counter(counters, t);
+        uintptr_t address = addresses[t];
         ck_assert_msg(address % CACHE_LINE_BYTES == 0, "%d threads: thread "
                       "%d's counter is at an address %zu bytes past the "
                       "start of a 64-byte cache line. Hint: TODO 4: the "
@@ -358,7 +365,7 @@ START_TEST(counters_case)
                       "be a whole line apart", threads, t,
                       (size_t)(address % CACHE_LINE_BYTES));
         for (int u = 0; u < t; u++) {
-            uintptr_t other = (uintptr_t)padded_counter(counters, u);
+            uintptr_t other = addresses[u];
             ck_assert_msg(other / CACHE_LINE_BYTES !=
                           address / CACHE_LINE_BYTES, "%d threads: the "
                           "counters of threads %d and %d share a cache line "
@@ -368,16 +375,12 @@ START_TEST(counters_case)
                           u, t, (size_t)(address - other));
         }
     }
-    count_events(counters, padded_counter, threads, events);
-    for (int t = 0; t < threads; t++) {
-        long counted = *padded_counter(counters, t);
-        ck_assert_msg(counted == events, "%d threads: thread %d's counter "
-                      "holds %ld after the demo, expected %ld. Hint: TODO 4: "
-                      "do two threads' counters overlap, or lie outside "
-                      "the block that padded_counters_alloc made?", threads,
-                      t, counted, events);
-    }
-    free(counters);
+    for (int t = 0; t < threads; t++)
+        ck_assert_msg(counts[t] == COUNTER_EVENTS, "%d threads: thread %d's "
+                      "counter holds %ld after the demo, expected %d. Hint: "
+                      "TODO 4: do two threads' counters overlap, or lie "
+                      "outside the block that padded_counters_alloc made?",
+                      threads, t, counts[t], COUNTER_EVENTS);
 }
 END_TEST
 
@@ -473,7 +476,7 @@ Suite *lesson_suite(void)
     static char rows_names[MAX_TEST_THREADS * shape_count][96];
     static char triangular_names[MAX_TEST_THREADS * schedule_count][96];
     static char columns_names[MAX_TEST_THREADS][96];
-    static char counters_names[8][96];
+    static char counters_names[MAX_COUNTER_THREADS][96];
     static char hybrid_names[hybrid_run_count][96];
     Suite *suite = suite_create("03-openmp");
     for (int k = 0; k < MAX_TEST_THREADS * shape_count; k++) {
@@ -482,27 +485,29 @@ Suite *lesson_suite(void)
         snprintf(rows_names[k], sizeof rows_names[k], "rows %zu x %zu, %d "
                  "thread%s: %s", s->m, s->n, threads, threads == 1 ? "" : "s",
                  s->why);
-        harness_add(suite, rows_names[k], rows_case, k, 10);
+        harness_add(suite, rows_names[k], rows_case, k, ROWS_TIMEOUT_S);
     }
     for (int k = 0; k < MAX_TEST_THREADS * schedule_count; k++) {
         int threads = k / schedule_count + 1;
         snprintf(triangular_names[k], sizeof triangular_names[k],
                  "triangular, %d thread%s, schedule %s", threads,
-                 threads == 1 ? "" : "s", schedules[k % schedule_count].name);
-        harness_add(suite, triangular_names[k], triangular_case, k, 10);
+                 threads == 1 ? "" : "s", schedule_names[k % schedule_count]);
+        harness_add(suite, triangular_names[k], triangular_case, k,
+                    TRIANGULAR_TIMEOUT_S);
     }
     for (int k = 0; k < MAX_TEST_THREADS; k++) {
         snprintf(columns_names[k], sizeof columns_names[k], "columns, %d "
                  "thread%s: within the bound, the same on every call", k + 1,
                  k == 0 ? "" : "s");
-        harness_add(suite, columns_names[k], columns_case, k, 20);
+        harness_add(suite, columns_names[k], columns_case, k,
+                    COLUMNS_TIMEOUT_S);
     }
-    for (int threads = 1; threads <= 8; threads++) {
+    for (int threads = 1; threads <= MAX_COUNTER_THREADS; threads++) {
         snprintf(counters_names[threads - 1], sizeof counters_names[0],
                  "padded counters, %d thread%s: one cache line each",
                  threads, threads == 1 ? "" : "s");
         harness_add(suite, counters_names[threads - 1], counters_case,
-                    threads, 10);
+                    threads, COUNTERS_TIMEOUT_S);
     }
     for (int k = 0; k < hybrid_run_count; k++) {
         snprintf(hybrid_names[k], sizeof hybrid_names[k], "hybrid, %d "
