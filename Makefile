@@ -244,7 +244,7 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- Targets ------------------------------------------------------------------
-.PHONY: grade-fixture help deps deps-ready all build-student build-solution build-sanitize demo test check watch student-release gradescope-zip print-edited grade grade-all progress bench slides clean
+.PHONY: grade-fixture test-full help deps deps-ready all build-student build-solution build-sanitize demo test check watch student-release gradescope-zip print-edited grade grade-all progress bench slides clean
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
@@ -277,23 +277,32 @@ test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, san
 	@$(MAKE) -j2 --no-print-directory build-student build-solution build-sanitize build/grade-tool/grade
 	@tests/run-all.sh $(BUILT_LESSONS)
 
+test-full: deps-ready ## the slower suites: the attack fixtures (each defence of the grader, alone)
+	@$(MAKE) -j2 --no-print-directory build-student build-solution build-sanitize build/grade-tool/grade
+	@tests/run-all.sh --full $(BUILT_LESSONS)
+
 check: ## run one lesson's tests on your files: make check L=01
 	@test -n "$(L)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
 	@test -n "$(LESSON_DIR)" || { echo "make check: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@if [ -n "$(filter $(LESSON_DIR),$(ZZ_UNBUILT))" ]; then \
 	    echo "lesson $(LESSON_DIR): [skip] every test: $(ZZ_UNBUILT_REASON) (nvcc on PATH, or make NVCC=/path/to/nvcc)"; \
 	else \
-	    $(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR) && \
-	    ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student; \
+	    mkdir -p build/check; rm -f build/check/$(LESSON_DIR).results build/check/$(LESSON_DIR).build.log; \
+	    if $(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR) 2> >(tee build/check/$(LESSON_DIR).build.log >&2); then \
+	        rm -f build/check/$(LESSON_DIR).build.log; \
+	        ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student --results build/check/$(LESSON_DIR).results; \
+	    else exit 2; fi; \
 	fi
 
 grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree, SANDBOX=1
 	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make grade: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@scripts/grade.sh $(if $(L),--lesson $(LESSON_DIR)) $(if $(SUBMISSION),--submission $(SUBMISSION)) $(if $(SANDBOX),--sandbox)
 
-grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR: a CSV roster, a log each
+# make -jN grade-all (or JOBS=N): N gradings at once.
+GRADE_JOBS = $(or $(JOBS),$(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))))
+grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at once): a CSV roster, a log each
 	@test -n "$(SUBMISSIONS)" || { echo "make grade-all: say where: make grade-all SUBMISSIONS=folder-of-submissions" >&2; exit 2; }
-	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(SANDBOX),--sandbox)
+	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(if $(SANDBOX),--sandbox)
 
 # For maintainers: grade one broken submission as make test does, e.g.
 # make grade-fixture F=tests/fixtures/01-serial-matvec/segfault
@@ -317,8 +326,9 @@ print-edited:
 student-release: ## a tarball for students: no solutions, fixtures or hidden tests
 	@scripts/student-release.sh
 
-progress: deps-ready ## one line per lesson and TODO: done, failing, not started
-	@scripts/grade.sh --progress --out build/progress
+progress: ## one line per lesson and TODO, from your last make check and make grade
+	@$(MAKE) -s --no-print-directory build/grade-tool/grade
+	@scripts/progress.sh
 
 bench: deps-ready ## time the solutions against OpenBLAS and STREAM, side by side
 	@$(MAKE) -j2 --no-print-directory $(BENCHES) $(PROGRAMS_solution)

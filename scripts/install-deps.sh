@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what zero-to-zero needs: Open MPI, Check, pkg-config, OpenBLAS,
-# patch (the test suite's broken submissions are patches) and a C compiler
-# with OpenMP; with --extras also gnuplot and pandoc (plots and
-# slides). Debian/Ubuntu (apt-get), Fedora (dnf), macOS (Homebrew).
+# patch (the test suite's broken submissions are patches), binutils (the
+# grader reads compiled files with nm and objdump), bubblewrap on Linux (the
+# grader's sandbox, make grade SANDBOX=1) and a C compiler with OpenMP; with
+# --extras also gnuplot and pandoc (plots and slides). Debian/Ubuntu (apt-get), Fedora (dnf), macOS (Homebrew).
 # Safe to run again: it installs only what is missing. CUDA is optional and
 # never installed here.
 #
@@ -28,6 +29,8 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have cc || have gcc || have clang || missing+=(compiler)
 have make || missing+=(make)
 have patch || missing+=(patch)
+have nm && have objdump || missing+=(binutils)
+[ "$(uname -s)" != Linux ] || have bwrap || missing+=(bubblewrap)
 have pkg-config || missing+=(pkg-config)
 have mpicc && have mpirun || missing+=(mpi)
 if have pkg-config; then
@@ -67,6 +70,8 @@ for need in "${missing[@]}"; do
         apt-get:compiler) packages+=(gcc libc6-dev) ;;
         apt-get:make) packages+=(make) ;;
         apt-get:patch) packages+=(patch) ;;
+        apt-get:binutils) packages+=(binutils) ;;
+        apt-get:bubblewrap) packages+=(bubblewrap) ;;
         apt-get:pkg-config) packages+=(pkg-config) ;;
         apt-get:mpi) packages+=(openmpi-bin libopenmpi-dev) ;;
         apt-get:check) packages+=(check libsubunit-dev) ;;
@@ -76,6 +81,8 @@ for need in "${missing[@]}"; do
         dnf:compiler) packages+=(gcc) ;;
         dnf:make) packages+=(make) ;;
         dnf:patch) packages+=(patch) ;;
+        dnf:binutils) packages+=(binutils) ;;
+        dnf:bubblewrap) packages+=(bubblewrap) ;;
         dnf:pkg-config) packages+=(pkgconf-pkg-config) ;;
         dnf:mpi) packages+=(openmpi openmpi-devel) ;;
         dnf:check) packages+=(check check-devel) ;;
@@ -85,6 +92,7 @@ for need in "${missing[@]}"; do
         brew:compiler) ;;  # Xcode's command line tools: xcode-select --install
         brew:make) ;;
         brew:patch) ;;     # macOS has patch
+        brew:binutils) packages+=(binutils) ;;
         brew:pkg-config) packages+=(pkg-config) ;;
         brew:mpi) packages+=(open-mpi libomp) ;;
         brew:check) packages+=(check) ;;

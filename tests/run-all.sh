@@ -9,17 +9,37 @@
 #      grades: its score, and the failures that name the problem;
 #   6. the solutions' results graded: full marks, well-formed Gradescope
 #      JSON, JUnit XML and TAP that agree;
-#   7. the solutions again under AddressSanitizer and UBSan.
+#   7. the solutions again under AddressSanitizer and UBSan;
+#   8. each lesson's tests' time limits add up to less than the wall-clock
+#      limit of grading the lesson;
+#   9. three gradings at once (two output folders of this checkout, and the
+#      same output folder in a second checkout), beside a process whose
+#      command line names the same build folder: each gives the score of
+#      one grading alone, and the bystander survives;
+#  10. the run leaves nothing in the temporary folder or /dev/shm.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
-# Usage: tests/run-all.sh LESSON...   (run by make test, after the builds)
+# Usage: tests/run-all.sh [--full] LESSON...   (run by make test and make
+# test-full, after the builds). --full grades only the attack fixtures
+# (those whose expectations say "graded: in make test-full"), then 10.
 set -u
 cd "$(dirname "$0")/.."
 
+full=false
+if [ "${1:-}" = --full ]; then
+    full=true
+    shift
+fi
 tally=build/test/tally
 rm -rf build/test
 mkdir -p build/test/solutions/work
 : > "$tally"
 status=0
+
+# Everything the tests write to the temporary folder goes into one folder
+# of this run's own, which must be empty at the end.
+test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zz-test-XXXXXX") || exit 2
+export TMPDIR=$test_tmp
+shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
 
 run_suite() {   # run_suite BUILD_DIR BINARY TITLE MODE [RUNNER OPTIONS]
     case "$2" in *.o|*.d) return ;; esac
@@ -31,6 +51,7 @@ run_suite() {   # run_suite BUILD_DIR BINARY TITLE MODE [RUNNER OPTIONS]
     echo
 }
 
+if ! $full; then
 echo "== the shared library and the given programs"
 for t in build/solution/tests/common/test_*; do
     run_suite build/solution "$t" "common: ${t##*/test_}" solution
@@ -47,6 +68,8 @@ for lesson in "$@"; do
         --tally "$tally" || status=1
 done
 
+fi
+
 # Broken submissions, graded as make grade grades: each must get its
 # expected score, and fail the expected tests with the expected words. Three
 # at a time: most of their time is spent waiting for time limits (deadlocks,
@@ -54,8 +77,15 @@ done
 echo "== broken submissions (tests/fixtures), graded"
 fixtures=()
 for lesson in "$@"; do
-    for expect in tests/fixtures/"$lesson"/*/expected.txt; do
-        [ -e "$expect" ] && fixtures+=("$lesson $(dirname "$expect")")
+    for folder in tests/fixtures/"$lesson"/*/; do
+        [ -e "$folder/expected.txt" ] || [ -e "$folder/expected-sandbox.txt" ] || continue
+        # make test grades the others, make test-full the attack fixtures.
+        if cat "$folder"/expected*.txt | grep -q '^graded: in make test-full'; then
+            $full || { deferred=$((${deferred:-0} + 1)); continue; }
+        else
+            $full && continue
+        fi
+        fixtures+=("$lesson ${folder%/}")
     done
 done
 grade_fixture() {   # grade_fixture LESSON FOLDER: output to FOLDER's log
@@ -89,6 +119,10 @@ for entry in "${fixtures[@]}"; do
     echo
 done
 
+[ -z "${deferred:-}" ] || echo "  ($deferred attack fixtures are graded by make test-full)"
+echo
+
+if ! $full; then
 # Lessons that could not be built here (CUDA without nvcc): every test is
 # reported skipped, with the reason, and counted as skipped.
 for lesson in ${ZZ_UNBUILT:-}; do
@@ -98,6 +132,8 @@ for lesson in ${ZZ_UNBUILT:-}; do
     echo "0 0 $count lesson $lesson (not built)" >> "$tally"
     echo
 done
+
+fi
 
 echo "== after the lessons and the broken submissions: nothing left running"
 strays=$(for proc in /proc/[0-9]*; do readlink "$proc/exe"; done 2>/dev/null | grep -c "^$PWD/build/")
@@ -114,6 +150,7 @@ else
 fi
 echo
 
+if ! $full; then
 echo "== the solutions, graded: full marks, in every format"
 if build/grade-tool/grade --lessons "$*" --work build/test/solutions/work \
         --out build/test/solutions > build/test/solutions/table.txt; then
@@ -151,6 +188,94 @@ for lesson in "$@"; do
     [[ " ${ZZ_CUDA_LESSONS:-} " == *" $lesson "* ]] && options="protect_shadow_gap=0:$ASAN_OPTIONS"
     ASAN_OPTIONS=$options run_suite build/sanitize "build/sanitize/tests/test_$lesson" "sanitized lesson $lesson" solution
 done
+
+tally_line() {   # tally_line OK NAME: one result of this script's own
+    if [ "$1" = yes ]; then echo "1 0 0 $2" >> "$tally"; else echo "0 1 0 $2" >> "$tally"; status=1; fi
+}
+
+echo "== each lesson's time limits fit in the wall-clock limit of grading it"
+wall=${GRADE_WALL_SECONDS:-600}
+for lesson in "$@"; do
+    sum=$(ZZ_BUILD_DIR=build/solution "build/solution/tests/test_$lesson" --limits)
+    if [ "$sum" -lt "$wall" ]; then
+        echo "  [pass] lesson $lesson: its tests' limits add up to $sum s, under $wall s"
+        tally_line yes "limits $lesson"
+    else
+        echo "  [FAIL] lesson $lesson: its tests' limits add up to $sum s, over the $wall s that grading a lesson may take: one hanging test would cost every point"
+        tally_line no "limits $lesson"
+    fi
+done
+echo
+
+echo "== three gradings at once, beside a bystander"
+# Lessons 01-03 (MPI, OpenMP and the hybrid's four ranks); the other
+# checkout is a copy of this one's files and of its solution build.
+concurrent_lessons=$(printf '%s\n' "$@" | grep -E '^0[123]-' | tr '\n' ' ')
+other=build/test/other-checkout
+start=$SECONDS
+mkdir -p "$other/build"
+git ls-files -z --cached --others --exclude-standard 2>/dev/null |
+    xargs -0 cp -p --parents -t "$other" 2>/dev/null
+cp -rp build/solution build/grade-tool "$other/build/"
+# The bystander: another checkout's process whose command line names the
+# output folder the gradings use; only this grading's own processes may go.
+(cd "$other" && exec bash -c 'sleep 600' "build/graded/build_test_concurrent_a/tests/test_03-openmp") &
+bystander=$!
+scripts/grade.sh --solutions --lesson "$concurrent_lessons" --out build/test/concurrent/a > build/test/concurrent-a.log 2>&1 &
+first=$!
+scripts/grade.sh --solutions --lesson "$concurrent_lessons" --out build/test/concurrent/b > build/test/concurrent-b.log 2>&1 &
+second=$!
+(cd "$other" && scripts/grade.sh --solutions --lesson "$concurrent_lessons" --out build/test/concurrent/a) > build/test/concurrent-c.log 2>&1 &
+third=$!
+wait "$first" "$second" "$third"
+alone=$(build/grade-tool/grade --lessons "$concurrent_lessons" --work build/test/solutions/work --out build/test/concurrent/alone | grep '^Score:')
+for run in a b c; do
+    got=$(grep '^Score:' "build/test/concurrent-$run.log")
+    case $run in a) where="this checkout, build/test/concurrent/a" ;; b) where="this checkout, build/test/concurrent/b" ;; c) where="the other checkout, build/test/concurrent/a" ;; esac
+    if [ -n "$got" ] && [ "$got" = "$alone" ]; then
+        echo "  [pass] $where: $got, as alone"
+        tally_line yes "concurrent $run"
+    else
+        echo "  [FAIL] $where: '${got:-no score}', alone: $alone (see build/test/concurrent-$run.log)"
+        grep -E '^\s+\[FAIL\]' "build/test/concurrent-$run.log" | head -5
+        tally_line no "concurrent $run"
+    fi
+done
+if kill -0 "$bystander" 2>/dev/null; then
+    echo "  [pass] the bystander in the other checkout survived"
+    tally_line yes "bystander"
+else
+    echo "  [FAIL] the bystander in the other checkout was killed by a grading"
+    tally_line no "bystander"
+fi
+kill "$bystander" 2>/dev/null
+wait "$bystander" 2>/dev/null
+rm -rf "$other"
+echo "  ($((SECONDS - start)) s)"
+echo
+
+fi
+
+echo "== nothing left in the temporary folder or /dev/shm"
+left=$(find "$test_tmp" -mindepth 1 -maxdepth 2 2>/dev/null | head -20)
+if [ -z "$left" ]; then
+    echo "  [pass] the temporary folder the tests used ($test_tmp) is empty"
+    tally_line yes "temporary folder"
+else
+    echo "  [FAIL] left in the temporary folder the tests used:"
+    echo "$left" | sed 's/^/    /'
+    tally_line no "temporary folder"
+fi
+new_shm=$(comm -13 <(echo "$shm_before") <(ls -A /dev/shm 2>/dev/null | sort) | grep -E '^(zz|vader|sm_segment|ompi|psm|open_mpi)' )
+if [ -z "$new_shm" ]; then
+    echo "  [pass] nothing of the toolkit's or Open MPI's is new in /dev/shm"
+    tally_line yes "shm"
+else
+    echo "  [FAIL] new in /dev/shm: $new_shm"
+    tally_line no "shm"
+fi
+rm -rf "$test_tmp"
+echo
 
 awk -v status="$status" '
     { passed += $1; failed += $2; skipped += $3 }
