@@ -31,8 +31,8 @@ __attribute__((weak)) void hidden_tests(Suite *suite)
  * child that calls exit(0) halfway as passed, so each test also leaves a
  * mark when it finishes: the checked teardown (run in the test's process,
  * after the test body) writes the test's number to a file that the runner
- * opened before the run. The number comes from the unchecked setup, which
- * Check runs in the runner's own process before forking each test case. */
+ * opened before the run. The runner runs one test at a time and says which
+ * (harness_begin_test) before Check forks it. */
 static int completion_fd = -1;
 static int current_test = -1;
 static int registered_tests;
@@ -41,9 +41,9 @@ static bool marks_expected[MAX_TESTS];
 static const char *test_names[MAX_TESTS];
 static double test_timeouts[MAX_TESTS];
 
-static void count_test_case(void)
+void harness_begin_test(int test)
 {
-    current_test++;
+    current_test = test;
 }
 
 static void mark_test_completed(void)
@@ -84,7 +84,6 @@ void harness_add(Suite *suite, const char *name, const TTest *test, int index,
                  double timeout_s)
 {
     TCase *tcase = tcase_create(name);
-    tcase_add_unchecked_fixture(tcase, count_test_case, NULL);
     tcase_add_checked_fixture(tcase, NULL, mark_test_completed);
     tcase_add_loop_test(tcase, test, index, index + 1);
     tcase_set_timeout(tcase, timeout_s);
@@ -101,7 +100,6 @@ void harness_add_exit(Suite *suite, const char *name, const TTest *test,
                       int status, double timeout_s)
 {
     TCase *tcase = tcase_create(name);
-    tcase_add_unchecked_fixture(tcase, count_test_case, NULL);
     tcase_add_exit_test(tcase, test, status);
     tcase_set_timeout(tcase, timeout_s);
     suite_add_tcase(suite, tcase);

@@ -32,6 +32,7 @@ void harness_add(Suite *suite, const char *name, const TTest *test, int index,
  * test that Check reports as passed without that line ended its process
  * early, and the runner fails it. */
 void harness_record_completions(int fd);
+void harness_begin_test(int test);
 int harness_test_count(void);
 bool harness_expects_mark(int test);
 const char *harness_test_name(int test);
