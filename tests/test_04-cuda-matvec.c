@@ -3,8 +3,14 @@
  * copies to the device and back (TODO 1); and the driver under
  * compute-sanitizer's memcheck. Every test needs a CUDA device: without
  * one, each says so and is reported skipped, never passed or failed. Each
- * test checks for the device before it calls any of the student's code,
- * whose unfinished parts stop on the host (NOT_DONE) before any launch. */
+ * test checks for the device before it runs any of the student's code,
+ * whose unfinished parts stop on the host (NOT_DONE) before any launch.
+ *
+ * The student's code runs in the lesson's producer
+ * (tests/producer/04-cuda-matvec.c, its cases in 04-cuda-matvec.h), never
+ * in this program, which links none of it: the producer puts the inputs on
+ * the device, calls the student's functions and writes back what came out;
+ * this program decides every verdict from those outputs alone. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdbool.h>
@@ -15,15 +21,58 @@
 #include <unistd.h>
 
 #include "check_cuda.h"
-#include "cuda_matvec.h"
+#include "cuda_matvec.h" /* the kernels' numbers only: nothing is called */
 #include "harness.h"
 #include "matrix.h"
+#include "producer/04-cuda-matvec.h"
 #include "reference.h"
+
+static const char *const lesson = "04-cuda-matvec";
+
+/* Time limits, in seconds. Grading a whole lesson has 600 s of wall time
+ * (scripts/grade.sh), and a test that hangs (a kernel that never ends, on
+ * a GPU grader) uses all of its limit: the limits of the lesson's 56 tests
+ * add up to 44 * 6 + 10 * 10 + 2 * 45 = 454 s, so that even a submission
+ * whose every test hangs is graded in time (`test_04-cuda-matvec
+ * --limits` prints the sum). The matrices are small: on a
+ * GPU each kernel takes microseconds to milliseconds; a producer's run is
+ * mostly CUDA's start-up (a second or two at worst, where the driver must
+ * load first) and, for 4096 x 4096, moving A (64 or 128 MiB) through a
+ * file, to the device and back, and into a file again (well under a
+ * second). The test's own work (its CUDA device probe, the inputs, the
+ * reference, reading the outputs) takes under a second even at
+ * 4096 x 4096 built with AddressSanitizer: each producer's limit is 2-3 s
+ * below its test's. compute-sanitizer runs the driver on 37 x 45 in a few
+ * seconds; its limit is 5 s below its test's. */
+enum {
+    CHECK_SMALL_S = 6,      /* every shape but 4096 x 4096, and transfers */
+    PRODUCE_SMALL_S = 4,
+    CHECK_LARGE_S = 10,     /* 4096 x 4096 */
+    PRODUCE_LARGE_S = 7,
+    CHECK_SANITIZER_S = 45,
+    SANITIZER_RUN_S = 40,
+};
 
 typedef struct {
     size_t m, n;
     const char *why;  /* what the shape catches */
 } shape;
+
+/* A shape's time limits: the test's, and its producer's run. */
+static bool shape_large(const shape *s)
+{
+    return s->m * s->n > ((size_t)1 << 22);
+}
+
+static int check_limit(const shape *s)
+{
+    return shape_large(s) ? CHECK_LARGE_S : CHECK_SMALL_S;
+}
+
+static int produce_limit(const shape *s)
+{
+    return shape_large(s) ? PRODUCE_LARGE_S : PRODUCE_SMALL_S;
+}
 
 /* Shapes for every kernel. Blocks have 256 threads (8 warps); a double2
  * holds 2 numbers, a float4 4. */
@@ -85,19 +134,10 @@ static const kernel_info kernels[] = {
 };
 enum { kernel_count = sizeof kernels / sizeof kernels[0] };
 
-/* Elements after y that a kernel must leave alone: as many as any grid of
- * blocks of up to 1024 threads has threads past the last row. */
-enum { GUARD = 1024 };
-
-/* The test's own CUDA calls: a failure fails the test with the call. */
-#define EXPECT_CUDA(call)                                                     \
-    do {                                                                      \
-        cudaError_t expect_cuda_error_ = (call);                              \
-        ck_assert_msg(expect_cuda_error_ == cudaSuccess, "the test's own %s " \
-                      "failed: %s (%s)", #call,                               \
-                      cudaGetErrorString(expect_cuda_error_),                 \
-                      cudaGetErrorName(expect_cuda_error_));                  \
-    } while (0)
+/* Elements after y that a kernel must leave alone (the producer's guard):
+ * as many as any grid of blocks of up to 1024 threads has threads past the
+ * last row. */
+enum { GUARD = MATVEC04_GUARD };
 
 static void *checked_malloc(size_t bytes)
 {
@@ -231,16 +271,99 @@ static void expect_right(const problem *p, const void *y, const char *what,
     ck_abort_msg("%s: %s. Hint: %s", what, text, hint);
 }
 
+/* ---- Running the producer ------------------------------------------------ */
+
+/* The text after the producer's last MATVEC04_FAILED_WORDS, to the end of
+ * its line, into `reason`; "" when there is none. */
+static void failure_reason(const char *err, char *reason, size_t len)
+{
+    const char *last = NULL;
+    for (const char *at = strstr(err, MATVEC04_FAILED_WORDS); at != NULL;
+         at = strstr(at + 1, MATVEC04_FAILED_WORDS))
+        last = at;
+    reason[0] = '\0';
+    if (last == NULL)
+        return;
+    last += strlen(MATVEC04_FAILED_WORDS);
+    size_t n = strcspn(last, "\n");
+    snprintf(reason, len, "%.*s", (int)(n < len ? n : len - 1), last);
+}
+
+/* Fails unless the student's call returned 0 (the producer's status). */
+static void expect_status_zero(const char *dir, const char *what,
+                               const char *call)
+{
+    int status;
+    harness_read_output(dir, "status", &status, sizeof status, 1);
+    ck_assert_msg(status == 0, "%s: %s%sreturned %d, not 0, for a kernel and "
+                  "a shape it must take", what, call ? call : "",
+                  call ? " " : "", status);
+}
+
+/* Writes p's inputs (as the kernel gets them) into `dir`, runs the
+ * producer's `case_name` on them with `kernel`, and fails the test unless
+ * the producer ran to its end: first on the status the student's `call`
+ * returned (NULL: `what` names it), then on a kernel that failed on the
+ * GPU (the producer's MATVEC04_KERNEL_FAILED), then as
+ * harness_expect_success says (not started, no answer in time, a crash, a
+ * failed CUDA call). On success the outputs are in `dir`. */
+static void produce_case(const problem *p, const char *dir,
+                         const char *case_name, int kernel, int limit_s,
+                         const char *what, const char *call,
+                         const char *hint)
+{
+    harness_write_input(dir, "A", input_A(p), p->element, p->m * p->n);
+    harness_write_input(dir, "x", input_x(p), p->element, p->n);
+    char args[96];
+    snprintf(args, sizeof args, "%d %zu %zu", kernel, p->m, p->n);
+    run_result r = harness_produce(lesson, case_name, dir, args, NULL,
+                                   limit_s);
+    if (r.started && !r.timed_out && r.signal == 0 && !r.supervisor_lost &&
+        r.exit_status == MATVEC04_KERNEL_FAILED &&
+        strstr(r.err, "not started: ") == NULL) {
+        /* The producer writes the status before it waits for the kernel. */
+        expect_status_zero(dir, what, call);
+        char reason[400];
+        failure_reason(r.err, reason, sizeof reason);
+        ck_abort_msg("%s: the kernel failed on the GPU: %s. Hint: an index "
+                     "outside A, x or y? %s", what,
+                     reason[0] ? reason : "(the producer did not say why)",
+                     hint);
+    }
+    char run_what[400];
+    snprintf(run_what, sizeof run_what, "%s%s%s", call ? call : "",
+             call ? " on " : "", what);
+    harness_expect_success(&r, run_what);
+    run_result_free(&r);
+    expect_status_zero(dir, what, call);
+}
+
+/* Fails unless the producer's `name` (A_after or x_after: what it read
+ * back after the call) holds exactly `input`, `count` numbers of the
+ * problem's precision. */
+static void expect_unchanged(const problem *p, const char *dir,
+                             const char *name, const void *input,
+                             size_t count, const char *message)
+{
+    unsigned char *back = checked_malloc(count * p->element);
+    harness_read_output(dir, name, back, p->element, count);
+    ck_assert_msg(memcmp(back, input, count * p->element) == 0, "%s",
+                  message);
+    free(back);
+}
+
 /* ---- TODO 2-7: each kernel on device memory ------------------------------ */
 
 /* Test _i: kernel _i / (2 * shape_count), float when (_i / shape_count) is
  * odd, shape _i % shape_count.
  *
- * The test puts A and x on the device itself and calls matvec_device_*, so
- * each kernel is tested on its own, whatever TODO 1 does. y on the device
- * is followed by GUARD more elements, and every byte of both is 0xFF
- * first: all bits set is a NaN in float and in double, so an element of y
- * that the kernel never writes fails, and so does a write past its end. */
+ * The producer puts A and x on the device itself and calls
+ * matvec_device_*, so each kernel is tested on its own, whatever TODO 1
+ * does. y on the device is followed by GUARD more elements, and every byte
+ * of both is 0xFF first: all bits set is a NaN in float and in double, so
+ * an element of y that the kernel never writes fails, and so does a write
+ * past its end. The producer sends back all of them, and A and x as the
+ * device held them after the kernel. */
 START_TEST(kernel_case)
 {
     char why[256];
@@ -256,34 +379,16 @@ START_TEST(kernel_case)
              "the float entry points" : "");
 
     problem p = problem_make(s->m, s->n, single);
-    const size_t bytes_A = s->m * s->n * p.element;
-    const size_t bytes_x = s->n * p.element;
     const size_t bytes_y = (s->m + GUARD) * p.element;
-    void *A_dev, *x_dev, *y_dev;
-    EXPECT_CUDA(cudaMalloc(&A_dev, bytes_A));
-    EXPECT_CUDA(cudaMalloc(&x_dev, bytes_x));
-    EXPECT_CUDA(cudaMalloc(&y_dev, bytes_y));
-    EXPECT_CUDA(cudaMemcpy(A_dev, input_A(&p), bytes_A,
-                           cudaMemcpyHostToDevice));
-    EXPECT_CUDA(cudaMemcpy(x_dev, input_x(&p), bytes_x,
-                           cudaMemcpyHostToDevice));
-    EXPECT_CUDA(cudaMemset(y_dev, 0xFF, bytes_y));
-
-    int status = single
-        ? matvec_device_float(k->kernel, s->m, s->n, A_dev, x_dev, y_dev)
-        : matvec_device_double(k->kernel, s->m, s->n, A_dev, x_dev, y_dev);
-    ck_assert_msg(status == 0, "%s: matvec_device_%s returned %d, not 0, for "
-                  "a kernel and a shape it must take", what,
-                  single ? "float" : "double", status);
-    /* A kernel that fails while it runs (an index outside its memory)
-     * shows here, at the first call that waits for it. */
-    cudaError_t error = cudaDeviceSynchronize();
-    ck_assert_msg(error == cudaSuccess, "%s: the kernel failed on the GPU: "
-                  "%s (%s). Hint: an index outside A, x or y? %s", what,
-                  cudaGetErrorString(error), cudaGetErrorName(error), hint);
+    char dir[HARNESS_PATH];
+    harness_out_dir(dir);
+    produce_case(&p, dir, single ? "device_float" : "device_double",
+                 k->kernel, produce_limit(s), what,
+                 single ? "matvec_device_float" : "matvec_device_double",
+                 hint);
 
     unsigned char *y = checked_malloc(bytes_y);
-    EXPECT_CUDA(cudaMemcpy(y, y_dev, bytes_y, cudaMemcpyDeviceToHost));
+    harness_read_output(dir, "y", y, p.element, s->m + GUARD);
     size_t b = s->m * p.element;
     while (b < bytes_y && y[b] == 0xFF)
         b++;
@@ -294,20 +399,16 @@ START_TEST(kernel_case)
     expect_right(&p, y, what, hint);
 
     /* A and x must come back as they went: a kernel only reads them. */
-    unsigned char *back = checked_malloc(bytes_A);
-    EXPECT_CUDA(cudaMemcpy(back, A_dev, bytes_A, cudaMemcpyDeviceToHost));
-    ck_assert_msg(memcmp(back, input_A(&p), bytes_A) == 0, "%s: the kernel "
-                  "changed A on the device: it must only read A", what);
-    EXPECT_CUDA(cudaMemcpy(back, x_dev, bytes_x, cudaMemcpyDeviceToHost));
-    ck_assert_msg(memcmp(back, input_x(&p), bytes_x) == 0, "%s: the kernel "
-                  "changed x on the device: it must only read x", what);
+    char message[400];
+    snprintf(message, sizeof message, "%s: the kernel changed A on the "
+             "device: it must only read A", what);
+    expect_unchanged(&p, dir, "A_after", input_A(&p), s->m * s->n, message);
+    snprintf(message, sizeof message, "%s: the kernel changed x on the "
+             "device: it must only read x", what);
+    expect_unchanged(&p, dir, "x_after", input_x(&p), s->n, message);
 
-    free(back);
     free(y);
-    EXPECT_CUDA(cudaFree(A_dev));
-    EXPECT_CUDA(cudaFree(x_dev));
-    EXPECT_CUDA(cudaFree(y_dev));
-    matvec_gpu_release();
+    harness_remove_out_dir(dir);
     problem_free(&p);
 }
 END_TEST
@@ -316,7 +417,8 @@ END_TEST
 
 /* Test _i: double for _i < transfer_count, then float; the shape
  * _i % transfer_count. Here the student's matvec_gpu_* does everything:
- * y in host memory starts as NaN, so a y that never comes back fails. */
+ * y in host memory starts as NaN (the producer fills it), so a y that
+ * never comes back fails. */
 START_TEST(transfers_case)
 {
     char why[256];
@@ -341,32 +443,27 @@ START_TEST(transfers_case)
           "tests fail too, start there.)";
 
     problem p = problem_make(s->m, s->n, single);
+    char dir[HARNESS_PATH];
+    harness_out_dir(dir);
+    produce_case(&p, dir, single ? "gpu_float" : "gpu_double",
+                 MATVEC_THREAD_PER_ROW, produce_limit(s), what, NULL, hint);
+
     void *y = checked_malloc(s->m * p.element);
-    for (size_t i = 0; i < s->m; i++) {
-        if (single)
-            ((float *)y)[i] = NAN;
-        else
-            ((double *)y)[i] = NAN;
-    }
-    /* Copies of the inputs, to prove that the call left them alone. */
-    const size_t bytes_A = s->m * s->n * p.element;
-    void *A_copy = checked_malloc(bytes_A);
-    memcpy(A_copy, input_A(&p), bytes_A);
-
-    int status = single
-        ? matvec_gpu_float(MATVEC_THREAD_PER_ROW, s->m, s->n, p.A32, p.x32,
-                           y)
-        : matvec_gpu_double(MATVEC_THREAD_PER_ROW, s->m, s->n, p.A, p.x, y);
-    ck_assert_msg(status == 0, "%s: returned %d, not 0, for a kernel and a "
-                  "shape it must take", what, status);
+    harness_read_output(dir, "y", y, p.element, s->m);
     expect_right(&p, y, what, hint);
-    ck_assert_msg(memcmp(A_copy, input_A(&p), bytes_A) == 0, "%s: A in host "
-                  "memory changed: the copies go from A to the device and "
-                  "from the device to y, never into A", what);
+    /* The producer sends back A and x in host memory as the call left
+     * them, to prove that it left them alone. */
+    char message[400];
+    snprintf(message, sizeof message, "%s: A in host memory changed: the "
+             "copies go from A to the device and from the device to y, "
+             "never into A", what);
+    expect_unchanged(&p, dir, "A_after", input_A(&p), s->m * s->n, message);
+    snprintf(message, sizeof message, "%s: x in host memory changed: the "
+             "copies go from x to the device, never into x", what);
+    expect_unchanged(&p, dir, "x_after", input_x(&p), s->n, message);
 
-    free(A_copy);
     free(y);
-    matvec_gpu_release();
+    harness_remove_out_dir(dir);
     problem_free(&p);
 }
 END_TEST
@@ -445,7 +542,7 @@ START_TEST(sanitizer_case)
                      "--m", "37", "--n", "45", "--reps", "1", "--precision",
                      (char *)precision, NULL };
 
-    run_result r = harness_run(argv, NULL, 300);
+    run_result r = harness_run(argv, NULL, SANITIZER_RUN_S);
     const char *summary_out = strstr(r.out, "ERROR SUMMARY: ");
     const char *summary = summary_out ? summary_out
                                       : strstr(r.err, "ERROR SUMMARY: ");
@@ -479,7 +576,8 @@ Suite *lesson_suite(void)
         snprintf(transfer_names[k], sizeof transfer_names[k], "transfers, "
                  "%s, %zu x %zu: A and x to the device, y back (%s)",
                  k < transfer_count ? "double" : "float", s->m, s->n, s->why);
-        harness_add(suite, transfer_names[k], transfers_case, k, 60);
+        harness_add(suite, transfer_names[k], transfers_case, k,
+                    check_limit(s));
     }
     for (int k = 0; k < kernel_count * 2 * shape_count; k++) {
         const shape *s = &shapes[k % shape_count];
@@ -487,13 +585,14 @@ Suite *lesson_suite(void)
                  "%zu: %s", kernels[k / (2 * shape_count)].name,
                  (k / shape_count) % 2 ? "float" : "double", s->m, s->n,
                  s->why);
-        harness_add(suite, kernel_names[k], kernel_case, k, 60);
+        harness_add(suite, kernel_names[k], kernel_case, k, check_limit(s));
     }
     for (int k = 0; k < sanitized_count; k++) {
         snprintf(sanitizer_names[k], sizeof sanitizer_names[k],
                  "compute-sanitizer memcheck, %s: the driver on 37 x 45, no "
                  "memory errors", sanitized_precisions[k]);
-        harness_add(suite, sanitizer_names[k], sanitizer_case, k, 330);
+        harness_add(suite, sanitizer_names[k], sanitizer_case, k,
+                    CHECK_SANITIZER_S);
     }
     return suite;
 }
