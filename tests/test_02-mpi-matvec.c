@@ -1,7 +1,10 @@
-/* Lesson 02's tests: the partition in-process, then both splits run under
- * mpirun for P = 1..4. Each run's report says what every rank computed,
- * held and sent; the test checks it against a serial product of the same
- * generated A, the balanced partition, and the bytes the algorithm needs. */
+/* Lesson 02's tests: the partition, run in the lesson's producer
+ * (tests/producer/02-mpi-matvec.c), never in this program; then both splits
+ * run under mpirun for P = 1..4. Each run's report says what every rank
+ * computed, held and sent; the test checks it against a serial product of
+ * the same generated A, the balanced partition, and the bytes the algorithm
+ * needs. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +12,10 @@
 #include "harness.h"
 #include "kernels.h"
 #include "matrix.h"
-#include "matvec_mpi.h"
 #include "partition.h"
 #include "reference.h"
 
-/* ---- TODO 1, in-process ---- */
+/* ---- TODO 1, in the producer ---- */
 
 static const struct {
     size_t total;
@@ -28,23 +30,49 @@ static const struct {
     { 5, 1, "one rank owns everything" },
 };
 
+/* Runs the producer's partition case: rows_of_rank for every rank of one
+ * partition, each pair of bounds set to SIZE_MAX before the call (so a
+ * bound never written shows), written back as uint64. The bounds are
+ * checked here against block_range, the given partition. */
 START_TEST(partition_case)
 {
     size_t total = partitions[_i].total;
     int ranks = partitions[_i].ranks;
+    uint64_t *rows = malloc(2 * (size_t)ranks * sizeof *rows);
+    ck_assert_msg(rows != NULL, "out of memory for %d ranks' rows", ranks);
+    char dir[HARNESS_PATH], args[64], what[96];
+    snprintf(args, sizeof args, "%zu %d", total, ranks);
+    snprintf(what, sizeof what, "rows_of_rank(%zu, %d, ...)", total, ranks);
+    harness_out_dir(dir);
+    /* It returns at once; a producer still running after 8 s loops. */
+    run_result r = harness_produce("02-mpi-matvec", "partition", dir, args,
+                                   NULL, 8);
+    harness_expect_success(&r, what);
+    run_result_free(&r);
+    harness_read_output(dir, "rows", rows, sizeof *rows, 2 * (size_t)ranks);
+    harness_remove_out_dir(dir);
+
     for (int rank = 0; rank < ranks; rank++) {
-        size_t begin = 999999, end = 999999, want_begin, want_end;
-        rows_of_rank(total, ranks, rank, &begin, &end);
+        uint64_t begin = rows[2 * rank], end = rows[2 * rank + 1];
+        size_t want_begin, want_end;
         block_range(total, (size_t)ranks, (size_t)rank, &want_begin,
                     &want_end);
+        ck_assert_msg(begin != (uint64_t)SIZE_MAX && end != (uint64_t)SIZE_MAX,
+                      "rows_of_rank(%zu, %d, %d) never set *%s (expected "
+                      "[%zu, %zu), %s). Hint: TODO 1: set both *begin and "
+                      "*end, for every rank", total, ranks, rank,
+                      begin == (uint64_t)SIZE_MAX ? "begin" : "end",
+                      want_begin, want_end, partitions[_i].why);
         ck_assert_msg(begin == want_begin && end == want_end,
-                      "rows_of_rank(%zu, %d, %d) gave [%zu, %zu), expected "
+                      "rows_of_rank(%zu, %d, %d) gave [%llu, %llu), expected "
                       "[%zu, %zu) (%s). Hint: TODO 1: blocks in rank order, "
                       "sizes differing by at most one, and the first "
                       "total %% ranks ranks (here %zu) owning one row more",
-                      total, ranks, rank, begin, end, want_begin, want_end,
+                      total, ranks, rank, (unsigned long long)begin,
+                      (unsigned long long)end, want_begin, want_end,
                       partitions[_i].why, total % (size_t)ranks);
     }
+    free(rows);
 }
 END_TEST
 
