@@ -153,13 +153,10 @@ build/$(1)/$(2)/producer: $(call SUBMISSION_CHECK,$(1),$(2)) build/$(SHARED_$(1)
 $(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),build/$(SHARED_$(1))/tests/producer/$(2).o: COMPILER = $$(MPICC))
 $(if $($(2)_OPENMP),build/$(SHARED_$(1))/tests/producer/$(2).o: EXTRA_FLAGS += $$(OPENMP_FLAGS))
 $(if $($(2)_CUDA),build/$(SHARED_$(1))/tests/producer/$(2).o: EXTRA_FLAGS += $$(CUDA_CFLAGS))
-ifneq ($(wildcard tests/producer/$(2).c),)
-build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) producer)
-else
-build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(addprefix build/$(1)/$(2)/,$($(2)_PRODUCER_OBJS)) $(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
-endif
+$(if $(and $($(2)_PRODUCER_OBJS),$(if $(wildcard tests/producer/$(2).c),,missing)),$(error lessons/$(2)/lesson.mk lists PRODUCER_OBJS but tests/producer/$(2).c does not exist: the tests run a student's code only through a producer))
+build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) $(if $($(2)_PRODUCER_OBJS),producer))
 	@mkdir -p $$(@D)
-	$(if $(and $(if $(wildcard tests/producer/$(2).c),,unconverted),$(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o))),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
+	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
 TESTS_$(1) += build/$(1)/tests/test_$(2)
 endef
