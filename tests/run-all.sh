@@ -228,6 +228,7 @@ second=$!
 (cd "$other" && scripts/grade.sh --solutions --lesson "$concurrent_lessons" --out build/test/concurrent/a) > build/test/concurrent-c.log 2>&1 &
 third=$!
 wait "$first" "$second" "$third"
+mkdir -p build/test/concurrent/alone
 alone=$(build/grade-tool/grade --lessons "$concurrent_lessons" --work build/test/solutions/work --out build/test/concurrent/alone | grep '^Score:')
 for run in a b c; do
     got=$(grep '^Score:' "build/test/concurrent-$run.log")

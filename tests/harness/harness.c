@@ -397,16 +397,22 @@ static _Noreturn void run_keeper(char *const argv[], int report_fd,
             _exit(126);
     }
     /* Anything else still running was left behind by the program; a
-     * process already on its way out (a launcher's helper) gets a moment. */
-    for (int wait = 0;; wait++) {
+     * process already on its way out (a launcher's helper) gets 0.2 s. The
+     * limit is on time, not on quiet rounds: what the program left may fork
+     * and exit for ever, each exit another child to reap. */
+    double deadline = timer_now() + 0.2;
+    for (;;) {
         pid_t done = waitpid(-1, NULL, WNOHANG);
-        if (done > 0)
-            continue;
-        if (done < 0 || wait == 20) {
-            report.strays = done == 0;
+        if (done < 0) {
+            report.strays = 0;
             break;
         }
-        nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+        if (timer_now() > deadline) {
+            report.strays = 1;
+            break;
+        }
+        if (done == 0)
+            nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
     }
     if (report.strays && !isolated)
         keeper_sweep();

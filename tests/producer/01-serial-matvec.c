@@ -5,6 +5,7 @@
  * Writes y.bin (M), and A.bin and x.bin again as the kernel left them (it
  * must only read them). y starts as NaN, so an element never written shows. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "matvec.h"
 #include "producer.h"
@@ -22,6 +23,9 @@ static void run_kernel(void (*kernel)(size_t, size_t, const double *,
     produce("y", y, sizeof *y, m);
     produce("A", A, sizeof *A, m * n);
     produce("x", x, sizeof *x, n);
+    free(A);
+    free(x);
+    free(y);
 }
 
 static void naive(void)
