@@ -12,7 +12,8 @@
 #   scripts/grade.sh --progress             one line per lesson and TODO
 # For make test: --solutions (grade the reference solutions), --overlay DIR (a
 # broken submission: the solutions with DIR's patches applied, FILE.patch for
-# FILE), --expect FILE and --tally FILE.
+# FILE, or FILE.skeleton for the untouched skeleton), --expect FILE and
+# --tally FILE.
 #
 # Run it through make (make grade ...), which tells it the lessons and the
 # files each lesson's student edits. Each lesson is built on its own: one that
@@ -26,7 +27,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -116,8 +117,11 @@ for pair in $ZZ_EDITED; do
     mkdir -p "$src/$lesson"
     if [ -n "$overlay" ]; then
         # A broken submission: the solution, with the fixture's patch (or
-        # its whole file) in place of the file it breaks.
-        if [ -e "$overlay/$file.patch" ]; then
+        # its whole file) in place of the file it breaks; FILE.skeleton (an
+        # empty file) stands for the untouched skeleton.
+        if [ -e "$overlay/$file.skeleton" ]; then
+            cp "lessons/$lesson/$file" "$src/$lesson/$file" || exit 2
+        elif [ -e "$overlay/$file.patch" ]; then
             patch --quiet --output="$src/$lesson/$file" "solutions/$lesson/$file" \
                 < "$overlay/$file.patch" || {
                 echo "grade: $overlay/$file.patch does not apply to solutions/$lesson/$file" >&2
