@@ -15,6 +15,7 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #endif
@@ -317,16 +318,20 @@ static char *const *sandboxed(char *const argv[], bool isolated)
                             "--gid", "65534", "--unshare-net",
                             "--unshare-ipc", "--cap-drop", "ALL",
                             "--die-with-parent", "--new-session",
-                            "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
-                            "/proc", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm",
+                            "--ro-bind", "/", "/", "--dev", "/dev",
+                            "--tmpfs", "/tmp", "--tmpfs", "/dev/shm",
                             NULL };
     int n = 0;
     for (int k = 0; fixed[k] != NULL; k++)
         words[n++] = (char *)fixed[k];
     /* In the keeper's PID namespace already, the program stays in it: the
-     * keeper then sees what it leaves running, as without the sandbox. */
-    if (!isolated)
+     * keeper then sees what it leaves running, as without the sandbox, and
+     * the keeper's own /proc comes with the bind of /. */
+    if (!isolated) {
         words[n++] = "--unshare-pid";
+        words[n++] = "--proc";
+        words[n++] = "/proc";
+    }
     if (hide != NULL) {
         words[n++] = "--tmpfs";
         words[n++] = (char *)hide;
@@ -368,6 +373,13 @@ static _Noreturn void run_keeper(char *const argv[], int report_fd,
 #ifdef __linux__
     if (!isolated)
         prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* Its own view of /proc, in a mount namespace of its own: the program
+     * sees the processes of its run and no other (under the sandbox too,
+     * which binds the file system as the keeper sees it). */
+    if (isolated && unshare(CLONE_NEWNS) == 0 &&
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              NULL);
     /* If the test dies, the keeper goes too (and with it the namespace). */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
