@@ -305,7 +305,6 @@ grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at on
 # make grade-fixture F=tests/fixtures/01-serial-matvec/segfault
 grade-fixture:
 	@test -d "$(F)" || { echo "make grade-fixture: F=tests/fixtures/LESSON/NAME, a folder" >&2; exit 2; }
-	@$(MAKE) -s --no-print-directory build-solution build/grade-tool/grade
 	@scripts/grade-fixture.sh $(F)
 
 watch: ## run a lesson's checks again each time you save: make watch L=01

@@ -144,7 +144,18 @@ for pair in $ZZ_EDITED; do
     fi
 done
 
-make -s --no-print-directory build/grade-tool/grade >/dev/null || exit 2
+# The grading's own copy of the grade tool, built afresh: a tool that an
+# earlier grading's code replaced in build/grade-tool/ is never used. Its
+# files and the manifests are fingerprinted here and checked before the
+# scores are written: a grading whose code changed them says so, and scores
+# nothing (without the sandbox, code on disk is only detected, not stopped).
+mkdir -p "$build_dir" || exit 2
+grade_tool=$build_dir/grade
+${CC:-cc} -O2 -std=c11 tests/harness/grade.c -o "$grade_tool" || exit 2
+fingerprint() {
+    sha256sum "$grade_tool" tests/manifest/*.txt $(ls tests/hidden/manifest/*.txt 2>/dev/null) 2>/dev/null
+}
+grader_files=$(fingerprint)
 
 sandbox_env=()
 if $sandbox; then
@@ -169,8 +180,11 @@ if unshare --pid --fork true 2>/dev/null || unshare --user --pid --fork true 2>/
 fi
 
 # What each lesson's tests judged, kept here until every lesson is done: no
-# program of a later lesson can reach it.
-declare -A verdicts=() endings=()
+# program of a later lesson can reach it. Every lesson is built before any
+# test runs, so no lesson's code can change another's sources before they
+# are compiled; each lesson's programs are fingerprinted once built, and a
+# lesson whose programs changed before its tests ran is not run.
+declare -A verdicts=() endings=() build_logs=() built=()
 for lesson in "${lessons[@]}"; do
     # A lesson that cannot be built here (CUDA without nvcc): every test is
     # skipped, with the reason, and scored as its manifest says.
@@ -181,7 +195,7 @@ for lesson in "${lessons[@]}"; do
         continue
     fi
     if [ -n "${refused[$lesson]:-}" ]; then
-        printf '%s' "${refused[$lesson]}" > "$work/$lesson.build.log"
+        build_logs[$lesson]=${refused[$lesson]}
         $progress || echo "grade: lesson $lesson was refused (see $work/$lesson.build.log)"
         continue
     fi
@@ -189,7 +203,20 @@ for lesson in "${lessons[@]}"; do
     if ! make -s --no-print-directory GRADE_SRC="$src" GRADE_ID="$grade_id" \
             ${GRADE_SYMBOL_CHECK:+GRADE_SYMBOL_CHECK=$GRADE_SYMBOL_CHECK} \
             "$binary" > "$work/$lesson.build.log" 2>&1; then
+        build_logs[$lesson]=$(cat "$work/$lesson.build.log")
         $progress || echo "grade: lesson $lesson does not build (see $work/$lesson.build.log)"
+        continue
+    fi
+    built[$lesson]=$(find "$build_dir/tests/test_$lesson" "$build_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
+done
+
+for lesson in "${lessons[@]}"; do
+    [ -n "${built[$lesson]:-}" ] || continue
+    binary=$build_dir/tests/test_$lesson
+    if ! sha256sum --quiet --check <(printf '%s\n' "${built[$lesson]}") > /dev/null 2>&1; then
+        endings[$lesson]="the lesson's test programs were changed after they were built (by code of a lesson graded before it?), so they were not run"
+        $progress || echo "grade: lesson $lesson: ${endings[$lesson]}"
+        verdicts[$lesson]=""
         continue
     fi
     # CUDA reserves far more address space than it uses: its lessons get
@@ -228,10 +255,15 @@ for lesson in "${lessons[@]}"; do
         endings[$lesson]+="; its log ends: $(tail -n 3 "$work/$lesson.log" | tr '\n\t' '  ' | cut -c1-300)"
         $progress || echo "grade: lesson $lesson: ${endings[$lesson]}"
     fi
-    $namespaces || build/grade-tool/grade --sweep "$root/$build_dir"
+    $namespaces || "$grade_tool" --sweep "$root/$build_dir"
 done
 
-# Only now, with every lesson's tests ended, do the verdicts reach files.
+# Only now, with every lesson's tests ended, do the verdicts reach files,
+# over whatever a test may have written there.
+rm -f "$work"/*.results "$work"/*.ended "$work"/*.build.log
+for lesson in "${!build_logs[@]}"; do
+    printf '%s\n' "${build_logs[$lesson]}" > "$work/$lesson.build.log"
+done
 for lesson in "${!verdicts[@]}"; do
     printf '%s' "${verdicts[$lesson]}" > "$work/$lesson.results"
 done
@@ -239,9 +271,14 @@ for lesson in "${!endings[@]}"; do
     printf '%s\n' "${endings[$lesson]}" > "$work/$lesson.ended"
 done
 
-# The scores: written after every test of every lesson has ended, over any
-# file of the same name that a test may have written.
-grade=(build/grade-tool/grade --lessons "${lessons[*]}" --work "$work"
+# The scores: written after every test of every lesson has ended, with
+# nothing left of what a test may have written in their place.
+rm -f "$out/results.json" "$out/junit.xml" "$out/results.tap" "$out/scores.txt"
+if [ "$(fingerprint)" != "$grader_files" ]; then
+    echo "grade: the grader's own files (its tool, the manifests) were changed during this grading: its score cannot be trusted, and none is given. Grade untrusted submissions with SANDBOX=1." >&2
+    exit 3
+fi
+grade=("$grade_tool" --lessons "${lessons[*]}" --work "$work"
        --sources "$src")
 if $progress; then
     "${grade[@]}" --progress
