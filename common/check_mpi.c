@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "steps.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,8 +32,28 @@ _Noreturn void mpi_exit_all(int status)
     exit(status);
 }
 
-void mpi_start(int *argc, char ***argv, const struct cli_spec_s *spec,
-               int *rank, int *ranks)
+void mpi_refuse_if_any(bool bad, const char *program, const char *why)
+{
+    int rank;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    /* The lowest bad rank, or INT_MAX when there is none: one collective
+     * both tells every rank whether to stop and picks who speaks. */
+    int first_bad = bad ? rank : INT_MAX;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN,
+                            MPI_COMM_WORLD));
+    if (first_bad == INT_MAX)
+        return;
+    if (rank == first_bad) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s\n", program, why);
+        else
+            fprintf(stderr, "%s: rank %d: %s\n", program, rank, why);
+    }
+    mpi_exit_all(2);
+}
+
+void mpi_start(int *argc, char ***argv, const cli_spec *spec, int *rank,
+               int *ranks)
 {
     MPI_CHECK(MPI_Init(argc, argv));
     mpi_check_init();

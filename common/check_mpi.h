@@ -10,7 +10,11 @@
 #ifndef ZZ_CHECK_MPI_H
 #define ZZ_CHECK_MPI_H
 
+#include <stdbool.h>
+
 #include <mpi.h>
+
+#include "cli.h"
 
 #define MPI_CHECK(call)                                                     \
     do {                                                                    \
@@ -25,19 +29,50 @@ void mpi_check_init(void);
 _Noreturn void mpi_check_failed(int error, const char *call, const char *file,
                                 int line);
 
-struct cli_spec_s;
-
 /* Starts an MPI program the toolkit's way: MPI_Init, errors returned to
  * MPI_CHECK, this process's rank and the number of ranks, its steps file
  * (common/steps.h), and then the flags of `spec`, parsed by every rank
  * alike: on --help or a bad flag every rank ends together (status 0 or 2)
  * and rank 0 alone says why. Returns only when the flags are good. */
-void mpi_start(int *argc, char ***argv, const struct cli_spec_s *spec,
-               int *rank, int *ranks);
+void mpi_start(int *argc, char ***argv, const cli_spec *spec, int *rank,
+               int *ranks);
 
 /* Ends the program on every rank with `status` (2 for bad input): all ranks
  * call it together, so MPI is finalized cleanly and mpirun returns `status`.
  * For errors that every rank detects in the same way, such as a bad flag. */
 _Noreturn void mpi_exit_all(int status);
+
+/* For bad input that each rank judges for itself, such as a folder it must
+ * write to (report_check_dir) or memory it must get: every rank calls this
+ * together, with its own verdict. When no rank's `bad` is true it returns.
+ * Otherwise every rank ends with status 2, and the lowest bad rank alone
+ * prints "PROGRAM: WHY" ("PROGRAM: rank R: WHY" when that is not rank 0),
+ * so the reason appears once, not once per rank. */
+void mpi_refuse_if_any(bool bad, const char *program, const char *why);
+
+/* For an MPI program that takes no flags and starts MPI in its own code
+ * (lesson 00's hello_mpi), called first thing in main. With nothing on the
+ * command line it returns at once and leaves MPI alone. Otherwise it starts
+ * MPI only to end every rank together: status 0 after --help, 2 after
+ * anything else, rank 0 alone saying why (with the usage line).
+ * It is inline because the file that calls it is a student's, and the
+ * lesson's rules (tests/symbols) let such a file call only what they list:
+ * this way the call brings in only MPI's own functions and the shared
+ * library's. */
+static inline void mpi_no_flags_or_exit(const char *program,
+                                        const char *summary, int argc,
+                                        char **argv)
+{
+    const cli_spec spec = { program, summary, NULL, 0 };
+    char error[256];
+    int result = cli_parse(&spec, argc, argv, error, sizeof error);
+    if (result == CLI_OK)
+        return;
+    int rank = 0;
+    MPI_CHECK(MPI_Init(NULL, NULL));
+    mpi_check_init();
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    mpi_exit_all(cli_report(&spec, result, error, rank != 0));
+}
 
 #endif

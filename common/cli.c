@@ -239,3 +239,10 @@ void cli_parse_or_exit(const cli_spec *spec, int argc, char **argv,
     if (status >= 0)
         exit(status);
 }
+
+void cli_no_flags_or_exit(const char *program, const char *summary, int argc,
+                          char **argv)
+{
+    const cli_spec spec = { program, summary, NULL, 0 };
+    cli_parse_or_exit(&spec, argc, argv, false);
+}

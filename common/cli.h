@@ -64,6 +64,14 @@ void cli_print_help(const cli_spec *spec, FILE *out);
 void cli_parse_or_exit(const cli_spec *spec, int argc, char **argv,
                        bool quiet);
 
+/* For a program that takes no flags (lesson 00's hello_omp): returns when
+ * the command line is empty; prints help and exits 0 on --help; anything
+ * else is bad input, refused as cli_parse_or_exit refuses a bad flag (one
+ * line, the usage line, exit 2). MPI programs: mpi_no_flags_or_exit in
+ * check_mpi.h. */
+void cli_no_flags_or_exit(const char *program, const char *summary, int argc,
+                          char **argv);
+
 /* Prints what cli_parse's result calls for (nothing for CLI_OK), to stdout
  * for help and stderr for an error, unless `quiet`. Returns the exit status
  * the program should end with: 0 after help, 2 after an error, -1 to go on. */

@@ -24,37 +24,62 @@ bool matrix_bytes(size_t rows, size_t cols, size_t *bytes)
 }
 
 /* Allocates, records in the memory ledger under `category`, and writes
- * every byte once. */
+ * every byte once; NULL with the reason in `error` when it cannot. */
 static double *alloc_doubles(size_t rows, size_t cols, const char *what,
-                             memory_category category)
+                             memory_category category, char *error,
+                             size_t error_len)
 {
     size_t bytes;
     char human[32];
 
     if (!matrix_bytes(rows, cols, &bytes)) {
-        fprintf(stderr, "error: %s of %zu x %zu doubles is too large to "
-                "address\n", what, rows, cols);
-        exit(MATRIX_EXIT_TOO_LARGE);
+        snprintf(error, error_len, "%s of %zu x %zu doubles is too large to "
+                 "address", what, rows, cols);
+        return NULL;
     }
     double *data = ledger_alloc(category, bytes);
     if (data == NULL) {
         format_bytes((double)bytes, human, sizeof human);
-        fprintf(stderr, "error: cannot allocate %s for %s (%zu x %zu "
-                "doubles): not enough memory\n", human, what, rows, cols);
-        exit(MATRIX_EXIT_TOO_LARGE);
+        snprintf(error, error_len, "cannot allocate %s for %s (%zu x %zu "
+                 "doubles): not enough memory", human, what, rows, cols);
+        return NULL;
     }
     memset(data, 0, bytes);
     return data;
 }
 
+double *matrix_try_alloc(size_t rows, size_t cols, const char *what,
+                         char *error, size_t error_len)
+{
+    return alloc_doubles(rows, cols, what, MEMORY_MATRIX, error, error_len);
+}
+
+double *vector_try_alloc(size_t n, const char *what, char *error,
+                         size_t error_len)
+{
+    return alloc_doubles(n, 1, what, MEMORY_VECTOR, error, error_len);
+}
+
+static double *or_exit(double *data, const char *error)
+{
+    if (data == NULL) {
+        fprintf(stderr, "error: %s\n", error);
+        exit(MATRIX_EXIT_TOO_LARGE);
+    }
+    return data;
+}
+
 double *matrix_alloc(size_t rows, size_t cols, const char *what)
 {
-    return alloc_doubles(rows, cols, what, MEMORY_MATRIX);
+    char error[256];
+    return or_exit(matrix_try_alloc(rows, cols, what, error, sizeof error),
+                   error);
 }
 
 double *vector_alloc(size_t n, const char *what)
 {
-    return alloc_doubles(n, 1, what, MEMORY_VECTOR);
+    char error[256];
+    return or_exit(vector_try_alloc(n, what, error, sizeof error), error);
 }
 
 void matrix_free(double *data)

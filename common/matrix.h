@@ -21,12 +21,23 @@ bool matrix_bytes(size_t rows, size_t cols, size_t *bytes);
 /* rows * cols doubles, 64-byte aligned (a cache line, and wide enough for
  * any vector unit), every byte written once so that no page fault lands
  * inside a timed region later, and recorded in the memory ledger as
- * "matrix" (memory_ledger.h). `what` names the buffer in the error: on
- * overflow or allocation failure this prints one line and exits with
- * MATRIX_EXIT_TOO_LARGE. Free with matrix_free. */
-double *matrix_alloc(size_t rows, size_t cols, const char *what);
+ * "matrix" (memory_ledger.h). When the size overflows or memory runs out,
+ * NULL, with one line in `error` that names the buffer (`what`) and the
+ * size: "cannot allocate 7.3 TiB for A (1000000 x 1000000 doubles): not
+ * enough memory". Free with matrix_free. */
+double *matrix_try_alloc(size_t rows, size_t cols, const char *what,
+                         char *error, size_t error_len);
 
 /* The same for a vector of n doubles, recorded as "vector". */
+double *vector_try_alloc(size_t n, const char *what, char *error,
+                         size_t error_len);
+
+/* matrix_try_alloc and vector_try_alloc for programs with one process and
+ * for a student's code: instead of returning NULL they print "error: " and
+ * the reason on one line, and exit with MATRIX_EXIT_TOO_LARGE. An MPI
+ * driver that must end every rank together uses the _try_ forms and
+ * mpi_refuse_if_any (check_mpi.h). */
+double *matrix_alloc(size_t rows, size_t cols, const char *what);
 double *vector_alloc(size_t n, const char *what);
 
 void matrix_free(double *data);

@@ -1,10 +1,101 @@
 /* A program's report to the test harness. */
+/* realpath is an X/Open function, beyond POSIX base. */
+#define _XOPEN_SOURCE 700
 #include "report.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Room for any report's path: the folder, a slash, the longest file name
+ * a driver writes ("params-rank-2147483647.bin") and then some. A folder
+ * whose name leaves no room is refused up front, never cut short later. */
+enum { REPORT_PATH = 4096, REPORT_NAME_ROOM = 96 };
+
+/* True when `path` (resolved, absolute) is `top` or inside it. */
+static bool is_under(const char *path, const char *top)
+{
+    size_t len = strlen(top);
+    return strncmp(path, top, len) == 0 &&
+           (path[len] == '\0' || path[len] == '/');
+}
+
+/* "--out: cannot write to 'DIR': WHY", with DIR cut short ("...") where
+ * the whole line would not fit: the reason is the part that must survive. */
+static int refuse(char *error, size_t error_len, const char *dir,
+                  const char *why)
+{
+    static const char prefix[] = "--out: cannot write to '";
+    size_t fixed = sizeof prefix - 1 + strlen("...': ") + strlen(why) + 1;
+    size_t room = error_len > fixed ? error_len - fixed : 0;
+    if (strlen(dir) <= room + strlen("..."))
+        snprintf(error, error_len, "%s%s': %s", prefix, dir, why);
+    else
+        snprintf(error, error_len, "%s%.*s...': %s", prefix, (int)room, dir,
+                 why);
+    return -1;
+}
+
+int report_check_dir(const char *dir, char *error, size_t error_len)
+{
+    if (strlen(dir) > REPORT_PATH - REPORT_NAME_ROOM) {
+        char why[64];
+        snprintf(why, sizeof why, "the name is too long (over %d characters)",
+                 REPORT_PATH - REPORT_NAME_ROOM);
+        return refuse(error, error_len, dir, why);
+    }
+    struct stat info;
+    if (stat(dir, &info) != 0)
+        return refuse(error, error_len, dir, errno == ENOENT
+                      ? "no such folder" : strerror(errno));
+    if (!S_ISDIR(info.st_mode))
+        return refuse(error, error_len, dir, S_ISREG(info.st_mode)
+                      ? "it is a file, not a folder" : "it is not a folder");
+    /* /proc/self and the like resolve to /proc/PID: judge where the folder
+     * really is, not how it was named. */
+    char *real = realpath(dir, NULL);
+    if (real == NULL)
+        return refuse(error, error_len, dir, strerror(errno));
+    const char *kernel = is_under(real, "/proc") ? "/proc"
+                         : is_under(real, "/sys") ? "/sys" : NULL;
+    free(real);
+    if (kernel != NULL) {
+        char why[96];
+        snprintf(why, sizeof why, "it is inside %s, the kernel's view of "
+                 "the system, not a place for files", kernel);
+        return refuse(error, error_len, dir, why);
+    }
+    char probe[REPORT_PATH];
+    snprintf(probe, sizeof probe, "%s/.zz-out-check-XXXXXX", dir);
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        return refuse(error, error_len, dir, strerror(errno));
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+/* DIR/NAME into path; false (after saying why) when it does not fit. */
+static bool report_path(char path[REPORT_PATH], const char *dir,
+                        const char *name)
+{
+    int len = snprintf(path, REPORT_PATH, "%s/%s", dir, name);
+    if (len < 0 || len >= REPORT_PATH) {
+        fprintf(stderr, "%s/%s: path too long\n", dir, name);
+        return false;
+    }
+    return true;
+}
 
 FILE *report_open(const char *dir, int rank)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
+    char name[64], path[REPORT_PATH];
+    snprintf(name, sizeof name, "rank-%d.txt", rank);
+    if (!report_path(path, dir, name))
+        return NULL;
     FILE *file = fopen(path, "w");
     if (file == NULL)
         perror(path);
@@ -14,8 +105,15 @@ FILE *report_open(const char *dir, int rank)
 int report_write_doubles(const char *dir, const char *name, int rank,
                          const double *values, size_t count)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s-rank-%d.bin", dir, name, rank);
+    char file_name[256], path[REPORT_PATH];
+    int len = snprintf(file_name, sizeof file_name, "%s-rank-%d.bin", name,
+                       rank);
+    if (len < 0 || (size_t)len >= sizeof file_name) {
+        fprintf(stderr, "%s: report name too long\n", name);
+        return -1;
+    }
+    if (!report_path(path, dir, file_name))
+        return -1;
     FILE *file = fopen(path, "wb");
     if (file == NULL) {
         perror(path);

@@ -16,6 +16,21 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* Whether the folder DIR can take reports, asked before any work, so that
+ * a bad --out is refused at once instead of after the whole run. DIR must
+ * exist, be a folder, lie outside /proc and /sys (the kernel's views, which
+ * are no place for files), and take a new file: that is tried, and the file
+ * removed at once, since permission bits say nothing about root or a
+ * read-only disk. Returns 0, or -1 with one line in `error`:
+ *   --out: cannot write to 'DIR': WHY
+ * Under MPI every rank asks (on a cluster the folder may be each node's
+ * own) and hands its answer to mpi_refuse_if_any (check_mpi.h):
+ *     char why[256] = "";
+ *     bool bad = out != NULL && report_check_dir(out, why, sizeof why) != 0;
+ *     mpi_refuse_if_any(bad, "matvec_mpi", why);
+ * Without MPI: print "PROGRAM: WHY" and exit 2. */
+int report_check_dir(const char *dir, char *error, size_t error_len);
+
 /* Opens DIR/rank-RANK.txt for writing; NULL (after saying why) on failure. */
 FILE *report_open(const char *dir, int rank);
 

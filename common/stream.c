@@ -4,16 +4,36 @@
 #include "matrix.h"
 #include "timer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+
+int triad_try_alloc(size_t n, triad_arrays *arrays, char *error,
+                    size_t error_len)
+{
+    *arrays = (triad_arrays){ n, NULL, NULL, NULL };
+    arrays->a = vector_try_alloc(n, "triad array a", error, error_len);
+    if (arrays->a != NULL)
+        arrays->b = vector_try_alloc(n, "triad array b", error, error_len);
+    if (arrays->b != NULL)
+        arrays->c = vector_try_alloc(n, "triad array c", error, error_len);
+    if (arrays->c == NULL) {
+        triad_free(arrays);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        arrays->b[i] = 1.0;
+        arrays->c[i] = 2.0;
+    }
+    return 0;
+}
 
 triad_arrays triad_alloc(size_t n)
 {
-    triad_arrays arrays = { n, vector_alloc(n, "triad array a"),
-                            vector_alloc(n, "triad array b"),
-                            vector_alloc(n, "triad array c") };
-    for (size_t i = 0; i < n; i++) {
-        arrays.b[i] = 1.0;
-        arrays.c[i] = 2.0;
+    triad_arrays arrays;
+    char error[256];
+    if (triad_try_alloc(n, &arrays, error, sizeof error) != 0) {
+        fprintf(stderr, "error: %s\n", error);
+        exit(2);
     }
     return arrays;
 }
@@ -42,11 +62,14 @@ double triad_bytes(size_t n)
     return 3.0 * sizeof(double) * (double)n;
 }
 
-double stream_triad_gbs(size_t n, int reps)
+int stream_triad_gbs(size_t n, int reps, double *gbs, char *error,
+                     size_t error_len)
 {
     enum { max_reps = 64 };
     double seconds[max_reps];
-    triad_arrays arrays = triad_alloc(n);
+    triad_arrays arrays;
+    if (triad_try_alloc(n, &arrays, error, error_len) != 0)
+        return -1;
     if (reps > max_reps)
         reps = max_reps;
     if (reps < 1)
@@ -55,5 +78,6 @@ double stream_triad_gbs(size_t n, int reps)
     for (int r = 0; r < reps; r++)
         seconds[r] = triad_once(&arrays);
     triad_free(&arrays);
-    return triad_bytes(n) / timings_median(seconds, reps) / 1e9;
+    *gbs = triad_bytes(n) / timings_median(seconds, reps) / 1e9;
+    return 0;
 }

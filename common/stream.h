@@ -18,7 +18,13 @@ typedef struct {
 } triad_arrays;
 
 /* Three arrays of n doubles, allocated and written (so timings never include
- * first-touch page faults). Exits with status 2 if memory runs out. */
+ * first-touch page faults). Returns 0, or -1 with one line in `error` when
+ * memory runs out (then nothing is left allocated). */
+int triad_try_alloc(size_t n, triad_arrays *arrays, char *error,
+                    size_t error_len);
+
+/* triad_try_alloc for programs with one process: when memory runs out it
+ * prints "error: " and the reason on one line and exits with status 2. */
 triad_arrays triad_alloc(size_t n);
 void triad_free(triad_arrays *arrays);
 
@@ -28,9 +34,11 @@ double triad_once(triad_arrays *arrays);
 /* Bytes one triad moves by STREAM's count: 3 * 8 * n. */
 double triad_bytes(size_t n);
 
-/* The median GB/s (10^9 bytes per second) of `reps` triads on n-element
- * arrays, allocated and freed here. */
-double stream_triad_gbs(size_t n, int reps);
+/* Into *gbs, the median GB/s (10^9 bytes per second) of `reps` triads
+ * (1 to 64) on n-element arrays, allocated and freed here. Returns 0, or -1
+ * with one line in `error` when the arrays cannot be allocated. */
+int stream_triad_gbs(size_t n, int reps, double *gbs, char *error,
+                     size_t error_len);
 
 /* An array length comfortably out of any cache: 2^23 doubles, 64 MiB per
  * array, 192 MiB in all. */

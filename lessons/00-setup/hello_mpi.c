@@ -1,7 +1,8 @@
 /* Lesson 00, hello from every MPI rank.
  * You write: start MPI and learn who you are (TODO 1); collect every rank's
  * greeting on rank 0 and print them in rank order (TODO 2); end MPI (TODO 3).
- * Given: the greeting itself. Run: make check L=00, or
+ * Given: the greeting itself, and refusing flags (it takes none).
+ * Run: make check L=00, or
  *   mpirun -np 4 build/student/00-setup/hello_mpi */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,11 @@ static void make_greeting(char greeting[GREETING_LEN], int rank, int ranks)
 int main(int argc, char **argv)
 {
     int rank = -1, ranks = 0;
+
+    /* Anything on the command line ends every rank with status 2 before
+     * your code runs: this program takes no flags. */
+    mpi_no_flags_or_exit("hello_mpi", "lesson 00: hello from every MPI rank",
+                         argc, argv);
 
     /* TODO 1 start: start MPI; then set `rank` to this process's number
      * and `ranks` to the number of processes, both in MPI_COMM_WORLD.

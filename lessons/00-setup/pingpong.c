@@ -36,12 +36,13 @@ int main(int argc, char **argv)
         mpi_exit_all(2);
     }
 
+    /* A --max-bytes this rank cannot hold is bad input: every rank ends
+     * together, with status 2, rather than one aborting the others. */
     char *buffer = malloc(max_bytes);
-    if (buffer == NULL) {
-        fprintf(stderr, "pingpong: rank %d: cannot allocate %zu bytes\n",
-                rank, max_bytes);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    char why[96];
+    snprintf(why, sizeof why, "cannot allocate %zu bytes for --max-bytes",
+             max_bytes);
+    mpi_refuse_if_any(buffer == NULL, "pingpong", why);
     memset(buffer, 1, max_bytes);
 
     int peer = 1 - rank;

@@ -23,7 +23,12 @@ int main(int argc, char **argv)
 
     char human[32];
     format_bytes(3.0 * 8.0 * (double)n, human, sizeof human);
-    double gbs = stream_triad_gbs(n, reps);
+    double gbs;
+    char error[256];
+    if (stream_triad_gbs(n, reps, &gbs, error, sizeof error) != 0) {
+        fprintf(stderr, "error: %s\n", error);
+        return 2;
+    }
     printf("stream: triad on 3 arrays of %zu doubles (%s), median of %d: "
            "%.2f GB/s\n", n, human, reps, gbs);
     printf("summary: triad_gbs=%.2f\n", gbs);

@@ -1,9 +1,11 @@
 /* Unit tests of the shared library (common/): each header's promises. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "cli.h"
@@ -13,6 +15,7 @@
 #include "matrix.h"
 #include "partition.h"
 #include "reference.h"
+#include "report.h"
 #include "rng.h"
 #include "stream.h"
 #include "timer.h"
@@ -136,6 +139,30 @@ START_TEST(matrix_alloc_too_large_exits_2)
 {
     freopen("/dev/null", "w", stderr); /* the expected error, not noise */
     matrix_alloc(SIZE_MAX / 4, 4, "A");
+}
+END_TEST
+
+/* The _try_ forms return instead of exiting, so that an MPI driver can end
+ * every rank together: a process that exited here would fail the test. */
+START_TEST(matrix_try_alloc_returns_the_reason)
+{
+    char error[256] = "";
+    size_t before = memory_ledger_current(MEMORY_MATRIX);
+    ck_assert(matrix_try_alloc(SIZE_MAX / 4, 4, "A", error, sizeof error)
+              == NULL);
+    ck_assert_msg(strstr(error, "A of") != NULL &&
+                  strstr(error, "too large to address") != NULL, "%s", error);
+    ck_assert(matrix_try_alloc((size_t)1 << 30, (size_t)1 << 30, "A", error,
+                               sizeof error) == NULL);
+    ck_assert_msg(strcmp(error, "cannot allocate 8.0 EiB for A (1073741824 "
+                         "x 1073741824 doubles): not enough memory") == 0,
+                  "%s", error);
+    ck_assert(vector_try_alloc(SIZE_MAX, "x", error, sizeof error) == NULL);
+    ck_assert_msg(strstr(error, "x of") != NULL, "%s", error);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_MATRIX), before);
+    double *A = matrix_try_alloc(3, 4, "A", error, sizeof error);
+    ck_assert(A != NULL && A[11] == 0.0);
+    matrix_free(A);
 }
 END_TEST
 
@@ -360,7 +387,107 @@ START_TEST(triad_computes_and_measures)
         ck_assert(arrays.a[i] == 1.0 + 3.0 * 2.0);
     ck_assert(triad_bytes(1000) == 24000.0);
     triad_free(&arrays);
-    ck_assert(stream_triad_gbs(1 << 16, 3) > 0.0);
+    double gbs = 0.0;
+    char error[256];
+    ck_assert(stream_triad_gbs(1 << 16, 3, &gbs, error, sizeof error) == 0);
+    ck_assert(gbs > 0.0);
+}
+END_TEST
+
+/* Arrays that cannot be had are the caller's to report: a -1 and the
+ * reason, nothing left allocated, the process still running. */
+START_TEST(triad_too_large_returns_the_reason)
+{
+    char error[256] = "";
+    size_t before = memory_ledger_current(MEMORY_VECTOR);
+    triad_arrays arrays;
+    ck_assert(triad_try_alloc(SIZE_MAX, &arrays, error, sizeof error) == -1);
+    ck_assert_msg(strstr(error, "triad array a of") != NULL, "%s", error);
+    ck_assert(arrays.a == NULL && arrays.b == NULL && arrays.c == NULL);
+    double gbs = -1.0;
+    error[0] = '\0';
+    ck_assert(stream_triad_gbs(SIZE_MAX, 3, &gbs, error, sizeof error) == -1);
+    ck_assert_msg(strstr(error, "too large to address") != NULL, "%s", error);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_VECTOR), before);
+}
+END_TEST
+
+/* ---- report.h ---- */
+
+/* `dir` refused with one line "--out: cannot write to 'DIR': ..." that
+ * says `why`; a name too long for the line is cut short, the reason kept. */
+static void expect_refused(const char *dir, const char *why)
+{
+    char error[256] = "", start[HARNESS_PATH + 64];
+    ck_assert_msg(report_check_dir(dir, error, sizeof error) == -1,
+                  "--out %.200s was accepted", dir);
+    snprintf(start, sizeof start, "--out: cannot write to '%.*s", 40, dir);
+    ck_assert_msg(strncmp(error, start, strlen(start)) == 0 &&
+                  strstr(error, why) != NULL && strchr(error, '\n') == NULL,
+                  "--out %.200s: expected one line \"%s...%s\", got \"%s\"",
+                  dir, start, why, error);
+}
+
+START_TEST(report_check_dir_accepts_a_folder_and_leaves_it_empty)
+{
+    char dir[HARNESS_PATH], error[256] = "";
+    harness_out_dir(dir);
+    ck_assert_msg(report_check_dir(dir, error, sizeof error) == 0, "%s",
+                  error);
+    /* The file it tried the folder with is gone again. */
+    DIR *listing = opendir(dir);
+    ck_assert(listing != NULL);
+    struct dirent *entry;
+    while ((entry = readdir(listing)) != NULL)
+        ck_assert_msg(strcmp(entry->d_name, ".") == 0 ||
+                      strcmp(entry->d_name, "..") == 0,
+                      "left behind: %s", entry->d_name);
+    closedir(listing);
+    harness_remove_out_dir(dir);
+}
+END_TEST
+
+/* What --out can name that no report can go to: each refused up front,
+ * with its reason, where access(W_OK) alone let some through (root may
+ * "write" to a regular file's name and to /proc/self). */
+START_TEST(report_check_dir_refuses_what_cannot_take_reports)
+{
+    char dir[HARNESS_PATH], file[HARNESS_PATH + 16], below[HARNESS_PATH + 32];
+    harness_out_dir(dir);
+    snprintf(file, sizeof file, "%s/a-file", dir);
+    FILE *made = fopen(file, "w");
+    ck_assert(made != NULL && fclose(made) == 0);
+    snprintf(below, sizeof below, "%s/a-file/below", dir);
+
+    expect_refused("/nonexistent/folder", "no such folder");
+    expect_refused(file, "it is a file, not a folder");
+    expect_refused(below, "");
+    expect_refused(file, file); /* the whole name, when it fits */
+    if (access("/proc/self", F_OK) == 0)
+        expect_refused("/proc/self", "inside /proc");
+    if (access("/sys/kernel", F_OK) == 0)
+        expect_refused("/sys/kernel", "inside /sys");
+    static char long_name[5000];
+    memset(long_name, 'a', sizeof long_name - 1);
+    expect_refused(long_name, "the name is too long");
+    harness_remove_out_dir(dir);
+}
+END_TEST
+
+/* ---- cli.h: programs without flags ---- */
+
+START_TEST(cli_no_flags_returns_on_an_empty_line)
+{
+    char *argv[] = { "prog", NULL };
+    cli_no_flags_or_exit("prog", "a test", 1, argv);
+}
+END_TEST
+
+START_TEST(cli_no_flags_exits_2_on_a_flag)
+{
+    freopen("/dev/null", "w", stderr); /* the expected error, not noise */
+    char *argv[] = { "prog", "--threads", "4", NULL };
+    cli_no_flags_or_exit("prog", "a test", 3, argv);
 }
 END_TEST
 
@@ -446,6 +573,8 @@ Suite *lesson_suite(void)
                 matrix_alloc_is_aligned_and_zeroed, 0, 10);
     harness_add_exit(suite, "matrix: impossible size exits 2",
                      matrix_alloc_too_large_exits_2, 2, 10);
+    harness_add(suite, "matrix: _try_ forms return the reason",
+                matrix_try_alloc_returns_the_reason, 0, 10);
     harness_add(suite, "matrix: byte counts for people", format_bytes_reads_well,
                 0, 10);
     harness_add(suite, "compare: first mismatch", compare_reports_first_mismatch,
@@ -463,6 +592,16 @@ Suite *lesson_suite(void)
     harness_add(suite, "cli: bad input rejected with a reason",
                 cli_rejects_bad_input, 0, 10);
     harness_add(suite, "stream: triad", triad_computes_and_measures, 0, 10);
+    harness_add(suite, "stream: arrays too large return the reason",
+                triad_too_large_returns_the_reason, 0, 10);
+    harness_add(suite, "report: a writable folder passes, left empty",
+                report_check_dir_accepts_a_folder_and_leaves_it_empty, 0, 10);
+    harness_add(suite, "report: bad --out folders refused with a reason",
+                report_check_dir_refuses_what_cannot_take_reports, 0, 10);
+    harness_add(suite, "cli: no flags, nothing given: returns",
+                cli_no_flags_returns_on_an_empty_line, 0, 10);
+    harness_add_exit(suite, "cli: no flags, a flag given: exits 2",
+                     cli_no_flags_exits_2_on_a_flag, 2, 10);
     harness_add(suite, "memory ledger: current and peak by category",
                 memory_ledger_tracks_current_and_peak, 0, 10);
     harness_add(suite, "kernels: any split of rows gives the same bits",
