@@ -17,20 +17,21 @@ enum { CACHE_LINE_BYTES = 64 };
  * alloc. */
 typedef long *counter_slot_fn(long *counters, int thread);
 
-/* Given. The slow layout: the counters side by side, 8 to a cache line.
- * NULL when memory runs out. */
+/* Given (false_sharing.c). The slow layout: the counters side by side, 8
+ * to a cache line. NULL when memory runs out. */
 long *adjacent_counters_alloc(int threads);
 long *adjacent_counter(long *counters, int thread);
 
-/* TODO 4. The fast layout: each thread's counter alone in its own 64-byte
- * cache line, the line's first bytes (so its address is a multiple of
- * CACHE_LINE_BYTES). NULL when memory runs out. */
+/* TODO 4 (counters.c). The fast layout: each thread's counter alone in its
+ * own 64-byte cache line, the line's first bytes (so its address is a
+ * multiple of CACHE_LINE_BYTES). NULL when memory runs out. */
 long *padded_counters_alloc(int threads);
 long *padded_counter(long *counters, int thread);
 
-/* Given. The demo: a team of `threads` threads; thread t sets its counter
- * (slot(counters, t)) to zero, then adds 1 to it `events` times, each time
- * through memory. Afterwards every counter holds `events`. */
+/* Given (false_sharing.c). The demo: a team of `threads` threads; thread
+ * t sets its counter (slot(counters, t)) to zero, then adds 1 to it
+ * `events` times, each time through memory. Afterwards every counter
+ * holds `events`. */
 void count_events(long *counters, counter_slot_fn *slot, int threads,
                   long events);
 

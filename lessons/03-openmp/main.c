@@ -1,6 +1,8 @@
 /* Lesson 03's driver: generates A, a lower-triangular L and x from a seed,
- * checks your threaded products (TODO 1-3) and padded counters (TODO 4),
- * then times them side by side with the serial kernel they share out.
+ * checks your threaded products (TODO 1-3: the numbers, and for TODO 1-2
+ * the row log of compute_rows.h: every row computed once, by a team of
+ * the threads asked for) and padded counters (TODO 4), then times them
+ * side by side with the serial kernel they share out.
  * You do not need to change this file.
  *
  *   OMP_NUM_THREADS=2 build/student/03-openmp/openmp
@@ -18,6 +20,7 @@
 
 #include "cli.h"
 #include "compare.h"
+#include "compute_rows.h"
 #include "counters.h"
 #include "kernels.h"
 #include "matrix.h"
@@ -116,7 +119,44 @@ static void expect_right(int variant, const comparison_t *c, const char *how)
     exit(1);
 }
 
-/* Checks every product once against its standard (TODO 1-3). */
+/* Stops the program unless the row log saw each of `rows` rows computed
+ * once, by a team of w->threads threads (TODO 1-2). */
+static void expect_rows_once(const workload *w, int variant, size_t rows)
+{
+    int *times = malloc((rows > 0 ? rows : 1) * sizeof *times);
+    int *team = malloc((rows > 0 ? rows : 1) * sizeof *team);
+    if (times == NULL || team == NULL) {
+        fprintf(stderr, "openmp: out of memory for the row log\n");
+        exit(1);
+    }
+    size_t outside = row_log_stop(times, NULL, team);
+    bool once = outside == 0;
+    for (size_t r = 0; r < rows && once; r++) {
+        if (times[r] != 1) {
+            fprintf(stderr, "openmp: %s (%s): row %zu was computed %d "
+                    "times, not once%s\n", names[variant], todos[variant], r,
+                    times[r], times[r] == 0 ? " (every row goes through "
+                    "compute_rows)" : ": do two threads' rows overlap?");
+            once = false;
+        } else if (team[r] != w->threads) {
+            fprintf(stderr, "openmp: %s (%s): row %zu was computed by a "
+                    "team of %d thread%s, not %d: is there a parallel loop "
+                    "around the rows?\n", names[variant], todos[variant], r,
+                    team[r], team[r] == 1 ? "" : "s", w->threads);
+            once = false;
+        }
+    }
+    if (outside > 0)
+        fprintf(stderr, "openmp: %s (%s): %zu rows beyond the last were "
+                "computed\n", names[variant], todos[variant], outside);
+    free(times);
+    free(team);
+    if (!once)
+        exit(1);
+}
+
+/* Checks every product once against its standard (TODO 1-3), and for the
+ * row and triangular products what the row log saw. */
 static void check_products(const workload *w, const double *serial_y,
                            const double *triangular_y,
                            const double *reference_y, const double *bound)
@@ -127,17 +167,26 @@ static void check_products(const workload *w, const double *serial_y,
             continue;
         for (size_t i = 0; i < (m > n ? m : n); i++)
             w->y[i] = NAN; /* a y[i] nobody wrote cannot pass */
+        size_t rows = v == ROWS ? m : n;
+        if (v != COLUMNS && !row_log_start(rows)) {
+            fprintf(stderr, "openmp: out of memory for the row log\n");
+            exit(1);
+        }
         run(w, v);
+        if (v != COLUMNS)
+            expect_rows_once(w, v, rows);
         comparison_t c;
         if (v == ROWS) {
             c = compare_bitwise(serial_y, w->y, m);
-            expect_right(v, &c, "bitwise equal to the serial kernel");
+            expect_right(v, &c, "bitwise equal to the serial kernel, each "
+                         "row once");
         } else if (v == COLUMNS) {
             c = compare_within(reference_y, w->y, bound, m);
             expect_right(v, &c, "every y[i] within its error bound");
         } else {
             c = compare_bitwise(triangular_y, w->y, n);
-            expect_right(v, &c, "bitwise equal to the serial rows");
+            expect_right(v, &c, "bitwise equal to the serial rows, each "
+                         "row once");
         }
     }
 }
@@ -175,7 +224,13 @@ int main(int argc, char **argv)
 {
     size_t m = 4096, n = 4096;
     uint64_t seed = 1;
+    /* One thread per core unless OMP_NUM_THREADS says otherwise; a machine
+     * with more cores than MAX_THREADS gets MAX_THREADS, but asking for
+     * more is bad input (below). */
     int threads = omp_get_max_threads();
+    bool threads_from_environment = getenv("OMP_NUM_THREADS") != NULL;
+    if (threads > MAX_THREADS && !threads_from_environment)
+        threads = MAX_THREADS;
     int reps = 10;
     const cli_option options[] = {
         { "m", CLI_SIZE, &m, "rows of A", 1, 1u << 30 },
@@ -184,7 +239,7 @@ int main(int argc, char **argv)
         { "seed", CLI_SEED, &seed, "seed that A, L and x are generated from",
           0, 0 },
         { "threads", CLI_INT, &threads, "OpenMP threads (the default "
-          "comes from OMP_NUM_THREADS, else one per core)", 1, 1024 },
+          "comes from OMP_NUM_THREADS, else one per core)", 1, MAX_THREADS },
         { "reps", CLI_INT, &reps, "timed repetitions of each variant", 1,
           1000 },
     };
@@ -193,6 +248,17 @@ int main(int argc, char **argv)
                             "schedules, columns; false sharing", options,
                             sizeof options / sizeof options[0] };
     cli_parse_or_exit(&spec, argc, argv, false);
+    if (threads > MAX_THREADS) {
+        /* Only OMP_NUM_THREADS gets here: --threads is checked above. */
+        fprintf(stderr, "openmp: OMP_NUM_THREADS asks for %d threads, more "
+                "than this program's maximum of %d (--threads)\n", threads,
+                MAX_THREADS);
+        cli_print_usage(&spec, stderr);
+        return 2;
+    }
+    /* Exactly that many: with OMP_DYNAMIC=true the runtime could give a
+     * region fewer, and the row log's check would blame your code. */
+    omp_set_dynamic(0);
     omp_set_num_threads(threads);
 
     size_t bytes_a, bytes_l, bytes_partials;

@@ -10,19 +10,25 @@
 
 #include <stddef.h>
 
-/* TODO 1. The rows split among the threads; each row computed whole by one
- * thread with the shared kernel matvec_rows (common/kernels.h), so y is
- * bitwise identical to matvec_rows(m, n, A, n, x, y) for any thread count.
+/* The most threads the lesson's programs accept (openmp's --threads,
+ * OMP_NUM_THREADS). Each thread reserves a stack, 8 MiB by default on
+ * Linux, and make grade gives a process 4 GiB of address space: 256
+ * threads' stacks take half of it, and leave the rest for the matrices. */
+enum { MAX_THREADS = 256 };
+
+/* TODO 1. The rows split among the threads; each row computed whole, once,
+ * by one thread, with compute_rows (compute_rows.h), so y is bitwise
+ * identical to matvec_rows(m, n, A, n, x, y) for any thread count.
  * A is (m, n) row-major, x is (n), y is (m). */
 void matvec_omp_rows(size_t m, size_t n, const double *A, const double *x,
                      double *y);
 
 /* TODO 2. y = L x for a lower-triangular L: y[i] = sum over j <= i of
- * L[i][j] x[j]; the entries above the diagonal are never read. Rows are
- * handed to threads by the schedule set with omp_set_schedule() or
- * OMP_SCHEDULE (schedule(runtime)). Row i is computed as
- * matvec_rows(1, i + 1, &L[i*n], n, x, &y[i]) would compute it, bit for bit.
- * L is (n, n) row-major, x is (n), y is (n). */
+ * L[i][j] x[j]; the entries above the diagonal are never read. One loop
+ * iteration per row, handed to threads by the schedule set with
+ * omp_set_schedule() or OMP_SCHEDULE (schedule(runtime)). Row i is
+ * computed once, by compute_rows(i, 1, i + 1, L, n, x, y), bit for bit as
+ * one serial call would. L is (n, n) row-major, x is (n), y is (n). */
 void matvec_omp_triangular(size_t n, const double *L, const double *x,
                            double *y);
 

@@ -34,7 +34,8 @@ static const bad_input cases[] = {
     { "04-cuda-matvec", "cuda_matvec", { "--precision", "half" }, "cuda_matvec: --precision must be float or double, got 'half'" },
     { "04-cuda-matvec", "cuda_matvec", { "--n", "8388609" }, "cuda_matvec: --n must be from 1 to 8388608" },
     { "04-cuda-matvec", "cuda_matvec", { "--precision" }, "cuda_matvec: --precision needs a value" },
-    { "03-openmp", "openmp", { "--threads", "0" }, "--threads must be from 1 to 1024" },
+    { "03-openmp", "openmp", { "--threads", "0" }, "--threads must be from 1 to 256" },
+    { "03-openmp", "openmp", { "--threads", "1024" }, "--threads must be from 1 to 256, got '1024'" },
     { "03-openmp", "openmp", { "--reps", "x" }, "--reps needs a whole number" },
 };
 enum { case_count = sizeof cases / sizeof cases[0] };

@@ -1,16 +1,20 @@
 /* Lesson 03's producer (tests/harness/producer.h): runs your threaded
  * products and padded counters on the tests' cases, and writes what they
- * computed together with what the given code here saw of how they ran.
- * It decides nothing; the tests (tests/test_03-openmp.c) do. The tables
- * of shapes, orders and schedules are in 03-openmp.h.
+ * computed together with what the given code saw of how they ran. It
+ * decides nothing; the tests (tests/test_03-openmp.c) do. The tables of
+ * shapes, orders and schedules are in 03-openmp.h.
  *   rows THREADS SHAPE   matvec_omp_rows on shapes[SHAPE], A and x from
  *                        A.bin and x.bin; writes y.bin, and A.bin and x.bin
  *                        again as the product left them (it must only read
- *                        them)
+ *                        them), and the row log (below)
  *   triangular THREADS SCHEDULE
- *                        matvec_omp_triangular under schedule_names[SCHEDULE]
+ *                        matvec_omp_triangular under the schedule the
+ *                        tests set in OMP_SCHEDULE (schedules[SCHEDULE]),
  *                        on each order K of triangular_orders, L and x from
- *                        L-K.bin and x-K.bin; writes y-K.bin
+ *                        L-K.bin and x-K.bin; writes y-K.bin and the row log
+ *                        of that call with the suffix -K; and schedule.bin:
+ *                        the kind and chunk omp_get_schedule() reports, two
+ *                        ints, to show that the setting arrived
  *   columns THREADS      matvec_omp_columns COLUMN_CALLS times on each
  *                        column shape K, A and x generated here from
  *                        CASE_SEED as the tests generate them; after call C
@@ -23,9 +27,14 @@
  *                        long at each of those addresses)
  * The three products run on exactly THREADS threads (omp_set_num_threads,
  * dynamic adjustment off: with OMP_DYNAMIC=true in someone's environment
- * the runtime could give a region fewer) and also write threads.bin: two
- * ints, the threads this process had before the first call and after the
- * last, or -1 where they cannot be counted. Every y and every row of
+ * the runtime could give a region fewer). The row log (compute_rows.h) of
+ * a call of the row or triangular product is three files of one int per
+ * row: times.bin (how many times compute_rows computed the row), thread.bin
+ * and team.bin (the thread number and team size that computed it, -1 for
+ * none), and outside.bin, one size_t: rows computed beyond the last. The
+ * column split does not go through compute_rows; it writes threads.bin:
+ * two ints, the threads this process had before the first call and after
+ * the last, or -1 where they cannot be counted. Every y and every row of
  * partials starts as NaN, so an element never written shows. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -36,17 +45,15 @@
 #include <stdlib.h>
 
 #include "03-openmp.h"
+#include "compute_rows.h"
 #include "counters.h"
 #include "matrix.h"
 #include "omp_matvec.h"
 #include "producer.h"
 
-/* The schedules of schedule_names, in the same order. */
-static const omp_sched_t schedule_kinds[] = {
-    omp_sched_static, omp_sched_dynamic, omp_sched_guided,
-};
-_Static_assert(sizeof schedule_kinds / sizeof schedule_kinds[0] ==
-               schedule_count, "one kind for every name in 03-openmp.h");
+_Static_assert(omp_sched_static == 1 && omp_sched_dynamic == 2 &&
+               omp_sched_guided == 3, "the kinds in 03-openmp.h are the "
+               "OpenMP standard's");
 
 /* ARG k, which must be at least `low` and below `high`; a bad command line
  * exits with status 2, as producer_main does for its own checks. */
@@ -98,6 +105,36 @@ static void produce_threads(int before)
     produce("threads", seen, sizeof seen[0], 2);
 }
 
+static void start_row_log(size_t rows)
+{
+    if (!row_log_start(rows)) {
+        fprintf(stderr, "producer: out of memory for the row log\n");
+        exit(1);
+    }
+}
+
+/* Stops the row log of `rows` rows and writes it, each name followed by
+ * `suffix` ("" or "-K"). */
+static void produce_row_log(size_t rows, const char *suffix)
+{
+    int *times = producer_alloc(rows, sizeof *times, "row log");
+    int *thread = producer_alloc(rows, sizeof *thread, "row log");
+    int *team = producer_alloc(rows, sizeof *team, "row log");
+    size_t outside = row_log_stop(times, thread, team);
+    char name[48];
+    snprintf(name, sizeof name, "times%s", suffix);
+    produce(name, times, sizeof *times, rows);
+    snprintf(name, sizeof name, "thread%s", suffix);
+    produce(name, thread, sizeof *thread, rows);
+    snprintf(name, sizeof name, "team%s", suffix);
+    produce(name, team, sizeof *team, rows);
+    snprintf(name, sizeof name, "outside%s", suffix);
+    produce(name, &outside, sizeof outside, 1);
+    free(times);
+    free(thread);
+    free(team);
+}
+
 static void run_rows(void)
 {
     int threads = (int)arg_in(0, 1, MAX_TEST_THREADS + 1, "THREADS");
@@ -107,11 +144,11 @@ static void run_rows(void)
     double *y = producer_alloc(s->m, sizeof *y, "y");
     fill_nan(y, s->m);
     use_threads(threads);
-    int before = threads_alive();
+    start_row_log(s->m);
 
     matvec_omp_rows(s->m, s->n, A, x, y);
 
-    produce_threads(before);
+    produce_row_log(s->m, "");
     produce("y", y, sizeof *y, s->m);
     produce("A", A, sizeof *A, s->m * s->n);
     produce("x", x, sizeof *x, s->n);
@@ -123,11 +160,16 @@ static void run_rows(void)
 static void run_triangular(void)
 {
     int threads = (int)arg_in(0, 1, MAX_TEST_THREADS + 1, "THREADS");
-    size_t schedule = arg_in(1, 0, schedule_count, "SCHEDULE");
+    (void)arg_in(1, 0, schedule_count, "SCHEDULE");
     use_threads(threads);
-    /* Chunk 0: each schedule's default chunk. */
-    omp_set_schedule(schedule_kinds[schedule], 0);
-    int before = threads_alive();
+    /* The schedule is the tests' OMP_SCHEDULE, untouched here: what the
+     * runtime made of it goes to the tests. */
+    omp_sched_t kind;
+    int chunk;
+    omp_get_schedule(&kind, &chunk);
+    /* OpenMP 5 may add the monotonic modifier, the kind's top bit. */
+    int schedule[2] = { (int)((unsigned)kind & 0x7fffffffu), chunk };
+    produce("schedule", schedule, sizeof schedule[0], 2);
     for (int k = 0; k < order_count; k++) {
         size_t n = triangular_orders[k];
         char name[48];
@@ -137,16 +179,18 @@ static void run_triangular(void)
         double *x = producer_input(name, sizeof *x, n);
         double *y = producer_alloc(n, sizeof *y, "y");
         fill_nan(y, n);
+        start_row_log(n);
 
         matvec_omp_triangular(n, L, x, y);
 
+        snprintf(name, sizeof name, "-%d", k);
+        produce_row_log(n, name);
         snprintf(name, sizeof name, "y-%d", k);
         produce(name, y, sizeof *y, n);
         free(L);
         free(x);
         free(y);
     }
-    produce_threads(before);
 }
 
 static void run_columns(void)
@@ -192,6 +236,9 @@ static void run_columns(void)
 static void run_counters(void)
 {
     int threads = (int)arg_in(0, 1, MAX_COUNTER_THREADS + 1, "THREADS");
+    /* count_events asks for `threads` threads (num_threads); dynamic
+     * adjustment off, so that it gets them. */
+    omp_set_dynamic(0);
     long *block = padded_counters_alloc(threads);
     uintptr_t where = (uintptr_t)block;
     produce("block", &where, sizeof where, 1);

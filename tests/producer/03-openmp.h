@@ -28,10 +28,27 @@ static const shape shapes[] = {
 };
 enum { shape_count = sizeof shapes / sizeof shapes[0] };
 
-/* The schedules of the triangular product, by name; the producer sets the
- * matching omp_sched_t (`triangular THREADS SCHEDULE` takes the index). */
-static const char *const schedule_names[] = { "static", "dynamic", "guided" };
-enum { schedule_count = sizeof schedule_names / sizeof schedule_names[0] };
+/* The schedules the triangular product runs under (`triangular THREADS
+ * SCHEDULE` takes the index), as OMP_SCHEDULE spells them: the tests set
+ * that variable, as a user would, and schedule(runtime) reads it. `kind` is
+ * the schedule's omp_sched_t value as the OpenMP standard fixes it
+ * (static 1, dynamic 2, guided 3). `dealt_in_chunks`, when not 0, is the
+ * chunk of a schedule whose hand-out the standard fixes: static with a
+ * chunk deals chunks of that many iterations to the threads in turn,
+ * thread 0 first, so row i goes to thread (i / chunk) % T, on every run.
+ * No other schedule fixes which thread gets a row. */
+typedef struct {
+    const char *omp_schedule;
+    int kind;
+    int dealt_in_chunks;
+} schedule_case;
+static const schedule_case schedules[] = {
+    { "static", 1, 0 },
+    { "static,3", 1, 3 },
+    { "dynamic", 2, 0 },
+    { "guided", 3, 0 },
+};
+enum { schedule_count = sizeof schedules / sizeof schedules[0] };
 
 /* Orders of L, from one row to more rows than any chunk size; one run of
  * the producer computes all of them, in this order. */

@@ -1,0 +1,95 @@
+/* Lesson 03: compute_rows, and the row log it writes (see compute_rows.h).
+ * Given: you do not need to change this file. */
+#include "compute_rows.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <omp.h>
+
+#include "kernels.h"
+
+/* What the log has seen; `times` is NULL while it is off. The drivers turn
+ * it on and off outside parallel regions, so every thread of a region sees
+ * the state it had when the region began. */
+static struct {
+    size_t rows;
+    atomic_int *times, *thread, *team;
+    atomic_size_t outside;
+} row_log;
+
+/* Notes that the calling thread computed rows first .. first+rows-1. Two
+ * threads that compute the same row both note it, so every entry is
+ * atomic: a count is how the tests find rows computed twice, and it must
+ * not lose an increment to the very race it is there to reveal. Relaxed
+ * order is enough: the log is read only after the parallel region, whose
+ * end orders everything before it. */
+static void note_rows(size_t first, size_t rows)
+{
+    int thread = omp_get_thread_num(), team = omp_get_num_threads();
+    for (size_t r = first; r < first + rows; r++) {
+        if (r >= row_log.rows) {
+            atomic_fetch_add_explicit(&row_log.outside, 1,
+                                      memory_order_relaxed);
+            continue;
+        }
+        atomic_fetch_add_explicit(&row_log.times[r], 1,
+                                  memory_order_relaxed);
+        atomic_store_explicit(&row_log.thread[r], thread,
+                              memory_order_relaxed);
+        atomic_store_explicit(&row_log.team[r], team, memory_order_relaxed);
+    }
+}
+
+void compute_rows(size_t first, size_t rows, size_t cols, const double *A,
+                  size_t lda, const double *x, double *y)
+{
+    matvec_rows(rows, cols, &A[first * lda], lda, x, &y[first]);
+    if (row_log.times != NULL)
+        note_rows(first, rows);
+}
+
+bool row_log_start(size_t rows)
+{
+    size_t count = rows > 0 ? rows : 1;
+    atomic_int *times = malloc(count * sizeof *times);
+    atomic_int *thread = malloc(count * sizeof *thread);
+    atomic_int *team = malloc(count * sizeof *team);
+    if (times == NULL || thread == NULL || team == NULL) {
+        free(times);
+        free(thread);
+        free(team);
+        return false;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        atomic_init(&times[r], 0);
+        atomic_init(&thread[r], -1);
+        atomic_init(&team[r], -1);
+    }
+    row_log.rows = rows;
+    row_log.thread = thread;
+    row_log.team = team;
+    atomic_init(&row_log.outside, 0);
+    row_log.times = times;
+    return true;
+}
+
+size_t row_log_stop(int *times, int *thread, int *team)
+{
+    for (size_t r = 0; r < row_log.rows && row_log.times != NULL; r++) {
+        if (times != NULL)
+            times[r] = atomic_load(&row_log.times[r]);
+        if (thread != NULL)
+            thread[r] = atomic_load(&row_log.thread[r]);
+        if (team != NULL)
+            team[r] = atomic_load(&row_log.team[r]);
+    }
+    size_t outside = atomic_load(&row_log.outside);
+    free(row_log.times);
+    free(row_log.thread);
+    free(row_log.team);
+    row_log.times = row_log.thread = row_log.team = NULL;
+    row_log.rows = 0;
+    atomic_init(&row_log.outside, 0);
+    return outside;
+}

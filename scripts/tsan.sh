@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Looks for data races in a lesson's OpenMP code with ThreadSanitizer:
+#   scripts/tsan.sh 03                  the reference solutions
+#   scripts/tsan.sh 03 --student        your files in lessons/03-openmp/
+#                                       (make tsan L=03)
+#   scripts/tsan.sh 03 --overlay DIR    a broken submission: the solutions
+#                                       with DIR's patches (FILE.patch, as in
+#                                       tests/fixtures/), or FILE.skeleton
+# Builds the lesson's OpenMP driver with clang -fsanitize=thread -fopenmp
+# into build/tsan/LESSON-WHICH/ (the shared library's objects, built the
+# same way, in build/tsan/common/), runs it on small products with 2 and 4
+# threads, and prints ThreadSanitizer's verdict: PASS when it saw no data
+# race, FAIL with the place of each race it saw.
+#
+# Why clang and LLVM's OpenMP runtime (libomp), not GCC's libgomp: the
+# runtime's own barriers and locks are not compiled for ThreadSanitizer,
+# so it cannot see that they order the threads' accesses, and would report
+# races that are none. libomp comes with Archer, a tool that tells
+# ThreadSanitizer what OpenMP's synchronisation means; this script checks
+# that Archer is active. ThreadSanitizer reserves terabytes of address
+# space for its shadow memory, so it cannot run under make grade's limit
+# (ulimit -v): graded tests do without it, and this script refuses to run
+# under such a limit rather than fail confusingly.
+#
+# What it finds: every pair of accesses to the same memory, one a write,
+# from two threads, with nothing ordering them, in the code that this run
+# executes, even when the results come out right (a shared temporary that
+# the compiler keeps in a register). What it cannot find: a race in code
+# that did not run. Exit status 0 (no race seen), 1 (a race, or the driver
+# failed), 2 (cannot run here: no clang or libomp, a limited address space,
+# a bad command line).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+[ $# -ge 1 ] || usage
+lesson_arg=$1
+shift
+which=solutions overlay=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --student) which=student ;;
+        --overlay) overlay=${2:?--overlay needs a folder}; which=overlay; shift ;;
+        -h|--help) usage ;;
+        *) echo "tsan: unknown option '$1'" >&2; usage ;;
+    esac
+    shift
+done
+
+# The lesson, as make names it: 3, 03 or 03-openmp.
+case "$lesson_arg" in [0-9]) lesson_arg=0$lesson_arg ;; esac
+lesson=""
+for dir in lessons/"$lesson_arg"*/; do
+    [ -f "$dir/lesson.mk" ] && lesson=$(basename "$dir") && break
+done
+if [ -z "$lesson" ]; then
+    echo "tsan: there is no lesson '$lesson_arg'" >&2
+    exit 2
+fi
+
+# What each lesson runs under ThreadSanitizer: its program, and the
+# arguments of each run. Small products: ThreadSanitizer makes every access
+# some ten times slower, and a race shows on the first pair of accesses
+# whatever the size. Two threads and four (more than the cores of a small
+# machine, so threads are also switched in the middle of their work).
+case "$lesson" in
+    03-openmp)
+        program=openmp
+        runs=("--threads 2 --m 203 --n 157 --reps 1"
+              "--threads 4 --m 203 --n 157 --reps 1") ;;
+    *)
+        echo "tsan: lesson $lesson has no ThreadSanitizer run (only 03-openmp has)" >&2
+        exit 2 ;;
+esac
+
+CLANG=${CLANG:-clang}
+if ! command -v "$CLANG" >/dev/null 2>&1; then
+    echo "tsan: cannot run: $CLANG (LLVM's C compiler) is not installed; on Debian or Ubuntu: apt-get install clang libomp-dev" >&2
+    exit 2
+fi
+if [ "$(ulimit -v)" != unlimited ]; then
+    echo "tsan: cannot run: ThreadSanitizer reserves terabytes of address space, and this shell allows $(ulimit -v) KiB (ulimit -v); run it where that limit is lifted" >&2
+    exit 2
+fi
+
+# The lesson's variables, as the Makefile reads them from lesson.mk.
+lesson_var() {
+    make -s --no-print-directory -f Makefile -f <(printf 'zz-print-%%:\n\t@echo $(%s_$*)\n' "$lesson") \
+        "zz-print-$1" 2>/dev/null
+}
+edited=$(lesson_var EDITED)
+objects=$(lesson_var "${program}_OBJS")
+if [ -z "$edited" ] || [ -z "$objects" ]; then
+    echo "tsan: cannot read the lesson's files from lessons/$lesson/lesson.mk" >&2
+    exit 2
+fi
+
+case "$which" in
+    solutions) what="the reference solutions" ;;
+    student) what="your files in lessons/$lesson" ;;
+    overlay) what="the solutions with $overlay"
+             [ -d "$overlay" ] || { echo "tsan: --overlay: '$overlay' is not a folder" >&2; exit 2; } ;;
+esac
+name=$which
+if [ "$which" = overlay ]; then
+    name=$(basename "${overlay%/}")
+    name=overlay-${name//[^A-Za-z0-9_.-]/_}
+fi
+out=build/tsan/$lesson-$name
+rm -rf "$out"
+mkdir -p "$out/src" build/tsan/common || exit 2
+
+# Where each edited file comes from: the solutions, the student's copy, or
+# a patched copy of the solution (reports then name the copy in $out/src).
+edited_source() {   # edited_source FILE: its path, after making any copy
+    local file=$1
+    case "$which" in
+        solutions) echo "solutions/$lesson/$file" ;;
+        student) echo "lessons/$lesson/$file" ;;
+        overlay)
+            if [ -e "$overlay/$file.skeleton" ]; then
+                echo "lessons/$lesson/$file"
+            elif [ -e "$overlay/$file.patch" ]; then
+                patch --quiet --output="$out/src/$file" "solutions/$lesson/$file" \
+                    < "$overlay/$file.patch" >&2 || return 1
+                echo "$out/src/$file"
+            else
+                echo "solutions/$lesson/$file"
+            fi ;;
+    esac
+}
+
+flags=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=thread -fopenmp=libomp -w)
+failed_build=false
+build_log=$out/build.log
+: > "$build_log"
+
+# The shared library, rebuilt only where a source or header changed.
+newest_header=$(ls -t common/*.h | head -1)
+common_objects=()
+for source in common/*.c; do
+    base=$(basename "$source" .c)
+    case "$base" in check_mpi|comm_ledger|check_cuda) continue ;; esac
+    object=build/tsan/common/$base.o
+    common_objects+=("$object")
+    if [ ! -e "$object" ] || [ "$source" -nt "$object" ] || [ "$newest_header" -nt "$object" ]; then
+        echo "$CLANG ${flags[*]} -Icommon -c $source -o $object"
+    fi
+done > "$out/common.jobs"
+if [ -s "$out/common.jobs" ]; then
+    xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} sh -c '{}' < "$out/common.jobs" >> "$build_log" 2>&1 ||
+        failed_build=true
+fi
+
+# The lesson's objects: edited files from where they come, the rest given.
+lesson_objects=()
+for object in $objects; do
+    file=${object%.o}.c
+    if [[ " $edited " == *" $file "* ]]; then
+        source=$(edited_source "$file") || { echo "tsan: $overlay/$file.patch does not apply to solutions/$lesson/$file" >&2; exit 2; }
+    else
+        source=lessons/$lesson/$file
+    fi
+    "$CLANG" "${flags[@]}" -Icommon -I"lessons/$lesson" -c "$source" -o "$out/$object" >> "$build_log" 2>&1 ||
+        failed_build=true
+    lesson_objects+=("$out/$object")
+done
+if ! $failed_build; then
+    "$CLANG" "${flags[@]}" "${lesson_objects[@]}" "${common_objects[@]}" -lm -o "$out/$program" >> "$build_log" 2>&1 ||
+        failed_build=true
+fi
+if $failed_build; then
+    if grep -qi "omp.h.*not found\|cannot find -lomp\|unable to find library -lomp" "$build_log"; then
+        echo "tsan: cannot run: LLVM's OpenMP runtime is not installed; on Debian or Ubuntu: apt-get install libomp-dev" >&2
+        exit 2
+    fi
+    echo "tsan: lesson $lesson, $what: does not build with $CLANG -fsanitize=thread:" >&2
+    grep -m 5 -i "error" "$build_log" >&2
+    echo "(all of it: $build_log)" >&2
+    exit 1
+fi
+
+# llvm-symbolizer turns addresses into file:line; Debian installs it under
+# LLVM's own folder, not always on PATH.
+symbolizer=$(command -v llvm-symbolizer 2>/dev/null ||
+             ls /usr/lib/llvm-*/bin/llvm-symbolizer 2>/dev/null | tail -1)
+tsan_options="ignore_noninstrumented_modules=1 halt_on_error=0 exitcode=66 history_size=4"
+[ -n "$symbolizer" ] && tsan_options+=" external_symbolizer_path=$symbolizer"
+
+# Each race in a log, in a few lines: what raced (the summary's place and
+# function), then the first report's two accesses, each with the place in
+# the code and the function around it (not OpenMP's outlined copy of the
+# region), and where the memory lives. Paths relative to the repository.
+describe_races() {   # describe_races LOG
+    sed "s|$PWD/||g" "$1" | awk '
+        /^SUMMARY: ThreadSanitizer:/ {
+            sub(/^SUMMARY: ThreadSanitizer: /, ""); sub(/ in [^ ]*$/, "")
+            sub(/^data race /, "data race at "); seen[$0]++
+            if (seen[$0] == 1) order[++kinds] = $0
+        }
+        /^WARNING: ThreadSanitizer:/ { reports++ }
+        reports == 1 && /^  (Read|Write|Previous|Atomic)/ {
+            access = $0; sub(/^ +/, "", access); sub(/ at 0x[0-9a-f]+/, "", access)
+            sub(/:$/, "", access); place = ""; function_name = ""; next
+        }
+        reports == 1 && access != "" && /^ +#[0-9]/ {
+            if (place == "") place = $3
+            if (function_name == "" && $2 !~ /^(\.omp_outlined|__kmp)/) function_name = $2
+            if (function_name != "") {
+                print "      " access ": " place " (in " function_name ")"
+                access = ""
+            }
+            next
+        }
+        reports == 1 && /^  Location is/ && location == "" {
+            location = $0; sub(/^ +/, "", location); sub(/ at 0x[0-9a-f]+/, "", location)
+            sub(/[:.]$/, "", location)
+        }
+        END {
+            for (k = 1; k <= kinds; k++)
+                printf "    %s (%d report%s)\n", order[k], seen[order[k]], seen[order[k]] == 1 ? "" : "s"
+            if (location != "") print "      " location
+        }' | awk '/^    [^ ]/ { print; next } { rest[++n] = $0 } END { for (k = 1; k <= n; k++) print rest[k] }'
+}
+
+echo "ThreadSanitizer on lesson $lesson, $what ($("$CLANG" --version | head -1), LLVM's OpenMP runtime)"
+status=0 raced=false stopped=false
+for k in "${!runs[@]}"; do
+    log=$out/run-$((k + 1)).log
+    # shellcheck disable=SC2086  # the run's arguments, split on purpose
+    env TSAN_OPTIONS="$tsan_options" ARCHER_OPTIONS=verbose=1 \
+        timeout 300 "$out/$program" ${runs[k]} > "$out/run-$((k + 1)).out" 2> "$log"
+    code=$?
+    races=$(grep -c "^WARNING: ThreadSanitizer:" "$log")
+    line="  $program ${runs[k]}:"
+    # Archer says so on standard output when it starts.
+    if ! grep -q "Archer detected OpenMP application" "$out/run-$((k + 1)).out"; then
+        echo "$line cannot judge: Archer (LLVM's OpenMP tool for ThreadSanitizer) did not start, so OpenMP's own synchronisation would look like races; install libomp-dev" >&2
+        status=2
+        continue
+    fi
+    if [ "$races" -gt 0 ]; then
+        echo "$line $races data race report$( [ "$races" -eq 1 ] || echo s):"
+        # Each report's one-line summary names the racing line; the first
+        # report's two stacks show both sides of the race.
+        describe_races "$log"
+        echo "    (the whole reports: $log)"
+        raced=true
+        status=1
+    elif [ "$code" -ne 0 ]; then
+        reason=$(grep -v -e '^Archer' -e 'LLVMSymbolizer' -e '^Warning: please export' "$log" | head -1)
+        echo "$line the driver stopped (exit status $code), with no data race seen up to there: ${reason:-no message}"
+        stopped=true
+        status=1
+    else
+        echo "$line no data race seen"
+    fi
+done
+case $status in
+    0) echo "PASS: ThreadSanitizer saw no data race in ${#runs[@]} runs" ;;
+    1) if $raced; then
+           echo "FAIL: data races, above: two threads use the same memory, one of them writing, with nothing ordering them (the lesson's task c); each place is a line of the code that raced"
+       else
+           echo "FAIL: the driver stopped before the end, so ThreadSanitizer did not see all of the code run; make check L=${lesson%%-*} says what is wrong"
+       fi ;;
+    *) echo "tsan: ThreadSanitizer could not judge here" ;;
+esac
+exit $status
