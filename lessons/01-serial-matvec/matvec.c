@@ -50,14 +50,21 @@ static double dot_lanes(size_t n, const double *restrict row,
 void matvec_fast(size_t m, size_t n, const double *restrict A,
                  const double *restrict x, double *restrict y)
 {
-    /* TODO 2 start: walk the rows in blocks of ROWS_PER_BLOCK. Inside a
-     * block, one pass over the columns: load x[j] once, use it for every
-     * row of the block. */
-    /* TODO 3: for each row of the block keep LANES partial sums, as
-     * dot_lanes does for one row, and add them up at the end. */
-    /* TODO 4: the columns after the last full group of LANES (n need not be
-     * a multiple of LANES), and the rows after the last full block (m need
-     * not be a multiple of ROWS_PER_BLOCK): dot_lanes does one such row. */
+    /* TODO 2 start: walk the rows in blocks of ROWS_PER_BLOCK, with the row
+     * index declared before the loop (TODO 4 goes on from where the blocks
+     * stop). Inside a block, one pass over the columns: load x[j] once, use
+     * it for every row of the block. TODOs 3 and 4 go inside this loop. */
+    /* TODO 3 start (inside the block loop): for each row of the block keep
+     * LANES partial sums, as dot_lanes does for one row, and add them up at
+     * the end. */
+    /* TODO 3 end */
+    /* TODO 4 start (inside the block loop, after TODO 3): the columns after
+     * the last full group of LANES (n need not be a multiple of LANES), one
+     * at a time, into each row's sum. */
+    /* TODO 4 end */
     NOT_DONE();
     /* TODO 2 end */
+    /* TODO 4 start: the rows after the last full block (m need not be a
+     * multiple of ROWS_PER_BLOCK): dot_lanes does one such row. */
+    /* TODO 4 end */
 }
