@@ -16,11 +16,13 @@
 #      same output folder in a second checkout), beside a process whose
 #      command line names the same build folder: each gives the score of
 #      one grading alone, and the bystander survives;
-#  10. the run leaves nothing in the temporary folder or /dev/shm.
+#  10. what the texts quote is what the programs print (tests/check-texts.sh);
+#  11. the run leaves nothing in the temporary folder or /dev/shm.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 # Usage: tests/run-all.sh [--full] LESSON...   (run by make test and make
 # test-full, after the builds). --full grades only the attack fixtures
-# (those whose expectations say "graded: in make test-full"), then 10.
+# (those whose expectations say "graded: in make test-full") and runs
+# ThreadSanitizer on the OpenMP lessons, then 11.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -123,6 +125,53 @@ done
 echo
 
 if ! $full; then
+# What the texts quote, against what the programs print (after the broken
+# submissions, whose logs some quotes come from).
+if ! $full; then
+    tests/check-texts.sh --tally "$tally" || status=1
+    echo
+fi
+
+if $full; then
+echo "== ThreadSanitizer on the OpenMP lessons (scripts/tsan.sh)"
+for lesson in "$@"; do
+    [ "$lesson" = 03-openmp ] || continue
+    log=build/test/tsan-$lesson-solutions.log
+    scripts/tsan.sh "$lesson" > "$log" 2>&1; code=$?
+    if [ $code -eq 2 ]; then
+        echo "  [skip] $lesson: $(grep -m1 'cannot' "$log")"
+        echo "0 0 1 tsan $lesson" >> "$tally"
+        continue
+    elif [ $code -eq 0 ]; then
+        echo "  [pass] $lesson, the solutions: $(tail -1 "$log")"
+        echo "1 0 0 tsan $lesson solutions" >> "$tally"
+    else
+        echo "  [FAIL] $lesson, the solutions:"
+        sed 's/^/    /' "$log"
+        echo "0 1 0 tsan $lesson solutions" >> "$tally"
+        status=1
+    fi
+    # Each race fixture says whether ThreadSanitizer must find its race.
+    for expect in tests/fixtures/"$lesson"/*/expected.txt; do
+        want=$(sed -n 's/^tsan: *//p' "$expect")
+        [ -n "$want" ] || continue
+        folder=$(dirname "$expect")
+        log=build/test/tsan-$lesson-$(basename "$folder").log
+        scripts/tsan.sh "$lesson" --overlay "$folder" > "$log" 2>&1; code=$?
+        if { [ "$want" = fails ] && [ $code -eq 1 ]; } || { [ "$want" = passes ] && [ $code -eq 0 ]; }; then
+            echo "  [pass] $folder: ThreadSanitizer $want, as it must"
+            echo "1 0 0 tsan $folder" >> "$tally"
+        else
+            echo "  [FAIL] $folder: ThreadSanitizer should say it $want (exit status $code):"
+            sed 's/^/    /' "$log"
+            echo "0 1 0 tsan $folder" >> "$tally"
+            status=1
+        fi
+    done
+done
+echo
+fi
+
 # Lessons that could not be built here (CUDA without nvcc): every test is
 # reported skipped, with the reason, and counted as skipped.
 for lesson in ${ZZ_UNBUILT:-}; do
