@@ -17,6 +17,7 @@
 
 #include "bench.h"
 #include "check_mpi.h"
+#include "cli.h"
 #include "data_parallel.h"
 #include "memory_ledger.h"
 #include "timer.h"
@@ -42,10 +43,12 @@ static double timed(int ring, float *data, size_t count)
 int main(int argc, char **argv)
 {
     int rank, ranks;
-    MPI_CHECK(MPI_Init(&argc, &argv));
-    mpi_check_init();
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
+    /* No options: --help explains, and anything else is refused (exit 2,
+     * every rank), never ignored. */
+    const cli_spec spec = { "bench_05", "lesson 05: the ring allreduce "
+                            "against MPI_Allreduce, 4 KB to 64 MB, on the "
+                            "ranks it is started with", NULL, 0 };
+    mpi_start(&argc, &argv, &spec, &rank, &ranks);
     FILE *csv = rank == 0 ? bench_csv_open() : NULL;
     double factor = 2.0 * (ranks - 1) / ranks;
     if (rank == 0)

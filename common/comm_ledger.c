@@ -1,40 +1,41 @@
 /* The communication ledger, on MPI's profiling interface. */
 #include "comm_ledger.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <mpi.h>
 
 #include "steps.h"
 
-typedef enum {
-    CALL_SEND, CALL_SSEND, CALL_ISEND, CALL_RECV, CALL_IRECV, CALL_SENDRECV,
-    CALL_BCAST, CALL_SCATTER, CALL_SCATTERV, CALL_GATHER, CALL_GATHERV,
-    CALL_ALLGATHER, CALL_ALLGATHERV, CALL_REDUCE, CALL_ALLREDUCE,
-    CALL_IALLREDUCE, CALL_REDUCE_SCATTER, CALL_REDUCE_SCATTER_BLOCK,
-    CALL_ALLTOALL, CALL_BARRIER, CALL_WAIT, CALL_WAITALL,
-    CALL_BSEND, CALL_RSEND, CALL_ISSEND, CALL_SENDRECV_REPLACE, CALL_IBCAST,
-    CALL_IGATHER, CALL_IGATHERV, CALL_ISCATTER, CALL_ISCATTERV,
-    CALL_IALLGATHER, CALL_IALLGATHERV, CALL_IREDUCE, CALL_IREDUCE_SCATTER,
-    CALL_IREDUCE_SCATTER_BLOCK, CALL_ALLTOALLV, CALL_KINDS
-} call_kind;
+/* Every call the ledger counts, once: the enum of kinds and the table of
+ * names and counts are both made from this list, so they cannot drift
+ * apart. X(Send) stands for MPI_Send. */
+#define LEDGER_CALLS(X)                                                     \
+    X(Send) X(Ssend) X(Bsend) X(Rsend)                                      \
+    X(Isend) X(Issend) X(Ibsend) X(Irsend)                                  \
+    X(Recv) X(Irecv)                                                        \
+    X(Sendrecv) X(Sendrecv_replace) X(Isendrecv) X(Isendrecv_replace)       \
+    X(Bcast) X(Ibcast) X(Scatter) X(Iscatter) X(Scatterv) X(Iscatterv)      \
+    X(Gather) X(Igather) X(Gatherv) X(Igatherv)                             \
+    X(Allgather) X(Iallgather) X(Allgatherv) X(Iallgatherv)                 \
+    X(Reduce) X(Ireduce) X(Allreduce) X(Iallreduce)                         \
+    X(Reduce_scatter) X(Ireduce_scatter)                                    \
+    X(Reduce_scatter_block) X(Ireduce_scatter_block)                        \
+    X(Alltoall) X(Ialltoall) X(Alltoallv) X(Ialltoallv)                     \
+    X(Barrier) X(Ibarrier)                                                  \
+    X(Wait) X(Waitall) X(Waitany) X(Waitsome)                               \
+    X(Test) X(Testall) X(Testany) X(Testsome)                               \
+    X(Request_free) X(Cancel)
 
-static const char *const call_names[CALL_KINDS] = {
-    "MPI_Send", "MPI_Ssend", "MPI_Isend", "MPI_Recv", "MPI_Irecv",
-    "MPI_Sendrecv", "MPI_Bcast", "MPI_Scatter", "MPI_Scatterv", "MPI_Gather",
-    "MPI_Gatherv", "MPI_Allgather", "MPI_Allgatherv", "MPI_Reduce",
-    "MPI_Allreduce", "MPI_Iallreduce", "MPI_Reduce_scatter",
-    "MPI_Reduce_scatter_block", "MPI_Alltoall", "MPI_Barrier", "MPI_Wait",
-    "MPI_Waitall", "MPI_Bsend", "MPI_Rsend", "MPI_Issend",
-    "MPI_Sendrecv_replace", "MPI_Ibcast", "MPI_Igather", "MPI_Igatherv",
-    "MPI_Iscatter", "MPI_Iscatterv", "MPI_Iallgather", "MPI_Iallgatherv",
-    "MPI_Ireduce", "MPI_Ireduce_scatter", "MPI_Ireduce_scatter_block",
-    "MPI_Alltoallv"
-};
-_Static_assert(sizeof call_names / sizeof call_names[0] == CALL_KINDS,
-               "a name for every call");
+#define AS_KIND(call) CALL_##call,
+typedef enum { LEDGER_CALLS(AS_KIND) CALL_KINDS } call_kind;
 
-static comm_counts ledger[CALL_KINDS];
+#define AS_ENTRY(call) { "MPI_" #call, { 0, 0, 0 } },
+static struct {
+    const char *name;
+    comm_counts counts;
+} ledger[CALL_KINDS] = { LEDGER_CALLS(AS_ENTRY) };
 
 static uint64_t type_bytes(MPI_Datatype type, int count)
 {
@@ -57,13 +58,18 @@ static int comm_rank(MPI_Comm comm)
     return rank;
 }
 
+static int world_rank(void)
+{
+    return comm_rank(MPI_COMM_WORLD);
+}
+
 /* Counts a call and marks it as the one this rank is inside. */
 static void enter(call_kind kind, uint64_t sent, uint64_t received)
 {
-    ledger[kind].calls++;
-    ledger[kind].bytes_sent += sent;
-    ledger[kind].bytes_received += received;
-    steps_in_call(call_names[kind]);
+    ledger[kind].counts.calls++;
+    ledger[kind].counts.bytes_sent += sent;
+    ledger[kind].counts.bytes_received += received;
+    steps_in_call(ledger[kind].name);
 }
 
 static int leave(int result)
@@ -83,7 +89,310 @@ static uint64_t others(const int counts[], int size, int except,
     return total;
 }
 
-/* The byte models of the header, shared by each call's forms. */
+/* ---- open requests ---- */
+
+/* The requests started and not yet completed, oldest first, with the call
+ * that started each. A handle may be reused by MPI once completed, so a
+ * completed one leaves the list at once. */
+typedef struct {
+    MPI_Request handle;
+    call_kind kind;
+} open_request;
+
+static open_request *open_requests;
+static size_t open_count, open_capacity;
+
+static void out_of_memory(const char *what)
+{
+    fprintf(stderr, "comm ledger: rank %d: out of memory for %s\n",
+            world_rank(), what);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* After a call that started *request: remember it, unless it failed. */
+static int opened(call_kind kind, int result, const MPI_Request *request)
+{
+    if (result != MPI_SUCCESS || request == NULL ||
+        *request == MPI_REQUEST_NULL)
+        return leave(result);
+    if (open_count == open_capacity) {
+        size_t capacity = open_capacity ? 2 * open_capacity : 64;
+        open_request *grown = realloc(open_requests,
+                                      capacity * sizeof *grown);
+        if (grown == NULL)
+            out_of_memory("its open requests");
+        open_requests = grown;
+        open_capacity = capacity;
+    }
+    open_requests[open_count].handle = *request;
+    open_requests[open_count].kind = kind;
+    open_count++;
+    return leave(result);
+}
+
+static void closed(MPI_Request handle)
+{
+    /* The newest first: requests are mostly completed soon after they
+     * are started. */
+    for (size_t k = open_count; k-- > 0;)
+        if (open_requests[k].handle == handle) {
+            memmove(&open_requests[k], &open_requests[k + 1],
+                    (open_count - k - 1) * sizeof *open_requests);
+            open_count--;
+            return;
+        }
+}
+
+/* What a request array held before a Wait or Test form: the slots that
+ * were requests then and are MPI_REQUEST_NULL afterwards were completed
+ * (or freed) by the call. Up to SMALL handles on the caller's stack. */
+enum { SMALL = 64 };
+
+static MPI_Request *snapshot(int count, const MPI_Request requests[],
+                             MPI_Request small[SMALL])
+{
+    if (count <= 0 || requests == NULL)
+        return NULL;
+    MPI_Request *copy = count <= SMALL ? small
+                                       : malloc((size_t)count * sizeof *copy);
+    if (copy == NULL)
+        out_of_memory("a copy of the requests");
+    memcpy(copy, requests, (size_t)count * sizeof *copy);
+    return copy;
+}
+
+static void settle(MPI_Request *before, const MPI_Request after[], int count,
+                   MPI_Request small[SMALL])
+{
+    if (before == NULL)
+        return;
+    for (int k = 0; k < count; k++)
+        if (before[k] != MPI_REQUEST_NULL && after[k] == MPI_REQUEST_NULL)
+            closed(before[k]);
+    if (before != small)
+        free(before);
+}
+
+size_t comm_ledger_open_requests(const char **first_call)
+{
+    if (first_call != NULL)
+        *first_call = open_count > 0 ? ledger[open_requests[0].kind].name
+                                     : NULL;
+    return open_count;
+}
+
+/* ---- refused: what the ledger cannot count ---- */
+
+static int refuse(const char *call, const char *what)
+{
+    fprintf(stderr, "comm ledger: rank %d called %s: %s, which the "
+            "communication ledger does not count; code in these lessons "
+            "may use only the calls it counts (common/comm_ledger.h)\n",
+            world_rank(), call, what);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+    return MPI_ERR_OTHER; /* not reached: MPI_Abort ends every rank */
+}
+
+#define PERSISTENT "a persistent request"
+#define ONE_SIDED "one-sided communication (an RMA window)"
+#define NEIGHBOURS "a neighbourhood collective"
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype type, int dest,
+                  int tag, MPI_Comm comm, MPI_Request *request)
+{
+    (void)buf, (void)count, (void)type, (void)dest, (void)tag, (void)comm;
+    (void)request;
+    return refuse("MPI_Send_init", PERSISTENT);
+}
+
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype type, int dest,
+                   int tag, MPI_Comm comm, MPI_Request *request)
+{
+    (void)buf, (void)count, (void)type, (void)dest, (void)tag, (void)comm;
+    (void)request;
+    return refuse("MPI_Bsend_init", PERSISTENT);
+}
+
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype type, int dest,
+                   int tag, MPI_Comm comm, MPI_Request *request)
+{
+    (void)buf, (void)count, (void)type, (void)dest, (void)tag, (void)comm;
+    (void)request;
+    return refuse("MPI_Ssend_init", PERSISTENT);
+}
+
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype type, int dest,
+                   int tag, MPI_Comm comm, MPI_Request *request)
+{
+    (void)buf, (void)count, (void)type, (void)dest, (void)tag, (void)comm;
+    (void)request;
+    return refuse("MPI_Rsend_init", PERSISTENT);
+}
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source,
+                  int tag, MPI_Comm comm, MPI_Request *request)
+{
+    (void)buf, (void)count, (void)type, (void)source, (void)tag, (void)comm;
+    (void)request;
+    return refuse("MPI_Recv_init", PERSISTENT);
+}
+
+/* Every persistent request, of any kind an MPI library offers (persistent
+ * collectives, partitioned communication), runs through these. */
+int MPI_Start(MPI_Request *request)
+{
+    (void)request;
+    return refuse("MPI_Start", PERSISTENT);
+}
+
+int MPI_Startall(int count, MPI_Request requests[])
+{
+    (void)count, (void)requests;
+    return refuse("MPI_Startall", PERSISTENT);
+}
+
+/* No window, no MPI_Put, MPI_Get, MPI_Accumulate or shared-memory loads. */
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+                   MPI_Comm comm, MPI_Win *win)
+{
+    (void)base, (void)size, (void)disp_unit, (void)info, (void)comm;
+    (void)win;
+    return refuse("MPI_Win_create", ONE_SIDED);
+}
+
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info,
+                     MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    (void)size, (void)disp_unit, (void)info, (void)comm, (void)baseptr;
+    (void)win;
+    return refuse("MPI_Win_allocate", ONE_SIDED);
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
+                            MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    (void)size, (void)disp_unit, (void)info, (void)comm, (void)baseptr;
+    (void)win;
+    return refuse("MPI_Win_allocate_shared", ONE_SIDED);
+}
+
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    (void)info, (void)comm, (void)win;
+    return refuse("MPI_Win_create_dynamic", ONE_SIDED);
+}
+
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPI_Datatype recvtype,
+                           MPI_Comm comm)
+{
+    (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
+    (void)recvcount, (void)recvtype, (void)comm;
+    return refuse("MPI_Neighbor_allgather", NEIGHBOURS);
+}
+
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount,
+                            MPI_Datatype sendtype, void *recvbuf,
+                            int recvcount, MPI_Datatype recvtype,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
+    (void)recvcount, (void)recvtype, (void)comm, (void)request;
+    return refuse("MPI_Ineighbor_allgather", NEIGHBOURS);
+}
+
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount,
+                            MPI_Datatype sendtype, void *recvbuf,
+                            const int recvcounts[], const int displs[],
+                            MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
+    (void)recvcounts, (void)displs, (void)recvtype, (void)comm;
+    return refuse("MPI_Neighbor_allgatherv", NEIGHBOURS);
+}
+
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
+                             MPI_Datatype sendtype, void *recvbuf,
+                             const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
+    (void)recvcounts, (void)displs, (void)recvtype, (void)comm;
+    (void)request;
+    return refuse("MPI_Ineighbor_allgatherv", NEIGHBOURS);
+}
+
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount,
+                          MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm)
+{
+    (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
+    (void)recvcount, (void)recvtype, (void)comm;
+    return refuse("MPI_Neighbor_alltoall", NEIGHBOURS);
+}
+
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPI_Datatype recvtype,
+                           MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
+    (void)recvcount, (void)recvtype, (void)comm, (void)request;
+    return refuse("MPI_Ineighbor_alltoall", NEIGHBOURS);
+}
+
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
+                           const int sdispls[], MPI_Datatype sendtype,
+                           void *recvbuf, const int recvcounts[],
+                           const int rdispls[], MPI_Datatype recvtype,
+                           MPI_Comm comm)
+{
+    (void)sendbuf, (void)sendcounts, (void)sdispls, (void)sendtype;
+    (void)recvbuf, (void)recvcounts, (void)rdispls, (void)recvtype;
+    (void)comm;
+    return refuse("MPI_Neighbor_alltoallv", NEIGHBOURS);
+}
+
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
+                            const int sdispls[], MPI_Datatype sendtype,
+                            void *recvbuf, const int recvcounts[],
+                            const int rdispls[], MPI_Datatype recvtype,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    (void)sendbuf, (void)sendcounts, (void)sdispls, (void)sendtype;
+    (void)recvbuf, (void)recvcounts, (void)rdispls, (void)recvtype;
+    (void)comm, (void)request;
+    return refuse("MPI_Ineighbor_alltoallv", NEIGHBOURS);
+}
+
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                           const MPI_Aint sdispls[],
+                           const MPI_Datatype sendtypes[], void *recvbuf,
+                           const int recvcounts[], const MPI_Aint rdispls[],
+                           const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    (void)sendbuf, (void)sendcounts, (void)sdispls, (void)sendtypes;
+    (void)recvbuf, (void)recvcounts, (void)rdispls, (void)recvtypes;
+    (void)comm;
+    return refuse("MPI_Neighbor_alltoallw", NEIGHBOURS);
+}
+
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                            const MPI_Aint sdispls[],
+                            const MPI_Datatype sendtypes[], void *recvbuf,
+                            const int recvcounts[], const MPI_Aint rdispls[],
+                            const MPI_Datatype recvtypes[], MPI_Comm comm,
+                            MPI_Request *request)
+{
+    (void)sendbuf, (void)sendcounts, (void)sdispls, (void)sendtypes;
+    (void)recvbuf, (void)recvcounts, (void)rdispls, (void)recvtypes;
+    (void)comm, (void)request;
+    return refuse("MPI_Ineighbor_alltoallw", NEIGHBOURS);
+}
+
+/* ---- the byte models of the header, shared by each call's forms ---- */
 
 static void count_send(call_kind kind, MPI_Datatype type, int count, int dest)
 {
@@ -118,174 +427,21 @@ static void count_scatter(call_kind kind, uint64_t to_others, uint64_t own,
         enter(kind, 0, own);
 }
 
-/* ---- point to point ---- */
-
-int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-             MPI_Comm comm)
-{
-    count_send(CALL_SEND, type, count, dest);
-    return leave(PMPI_Send(buf, count, type, dest, tag, comm));
-}
-
-int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-              MPI_Comm comm)
-{
-    count_send(CALL_SSEND, type, count, dest);
-    return leave(PMPI_Ssend(buf, count, type, dest, tag, comm));
-}
-
-int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-              MPI_Comm comm, MPI_Request *request)
-{
-    count_send(CALL_ISEND, type, count, dest);
-    return leave(PMPI_Isend(buf, count, type, dest, tag, comm, request));
-}
-
-int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
-             MPI_Comm comm, MPI_Status *status)
-{
-    MPI_Status local;
-    MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
-    enter(CALL_RECV, 0, 0);
-    int result = PMPI_Recv(buf, count, type, source, tag, comm, used);
-    int arrived = 0;
-    if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
-        PMPI_Get_count(used, type, &arrived) == MPI_SUCCESS)
-        ledger[CALL_RECV].bytes_received += type_bytes(type, arrived);
-    return leave(result);
-}
-
-int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
-              MPI_Comm comm, MPI_Request *request)
-{
-    enter(CALL_IRECV, 0,
-          source == MPI_PROC_NULL ? 0 : type_bytes(type, count));
-    return leave(PMPI_Irecv(buf, count, type, source, tag, comm, request));
-}
-
-int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                 int dest, int sendtag, void *recvbuf, int recvcount,
-                 MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
-                 MPI_Status *status)
-{
-    MPI_Status local;
-    MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
-    enter(CALL_SENDRECV,
-          dest == MPI_PROC_NULL ? 0 : type_bytes(sendtype, sendcount), 0);
-    int result = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
-                               recvbuf, recvcount, recvtype, source, recvtag,
-                               comm, used);
-    int arrived = 0;
-    if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
-        PMPI_Get_count(used, recvtype, &arrived) == MPI_SUCCESS)
-        ledger[CALL_SENDRECV].bytes_received += type_bytes(recvtype, arrived);
-    return leave(result);
-}
-
-int MPI_Wait(MPI_Request *request, MPI_Status *status)
-{
-    enter(CALL_WAIT, 0, 0);
-    return leave(PMPI_Wait(request, status));
-}
-
-int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
-{
-    enter(CALL_WAITALL, 0, 0);
-    return leave(PMPI_Waitall(count, requests, statuses));
-}
-
-/* ---- collectives ---- */
-
-int MPI_Barrier(MPI_Comm comm)
-{
-    enter(CALL_BARRIER, 0, 0);
-    return leave(PMPI_Barrier(comm));
-}
-
-int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root,
-              MPI_Comm comm)
-{
-    count_bcast(CALL_BCAST, type, count, root, comm);
-    return leave(PMPI_Bcast(buffer, count, type, root, comm));
-}
-
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                MPI_Comm comm)
-{
-    count_scatter(CALL_SCATTER, (uint64_t)(comm_size(comm) - 1) *
-                  type_bytes(sendtype, sendcount),
-                  type_bytes(recvtype, recvcount), root, comm);
-    return leave(PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                              recvtype, root, comm));
-}
-
-int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
-                 const int displs[], MPI_Datatype sendtype, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    uint64_t to_others = comm_rank(comm) == root
-        ? others(sendcounts, comm_size(comm), root, sendtype) : 0;
-    count_scatter(CALL_SCATTERV, to_others, type_bytes(recvtype, recvcount),
-                  root, comm);
-    return leave(PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
-                               recvcount, recvtype, root, comm));
-}
-
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-               MPI_Comm comm)
-{
-    count_gather(CALL_GATHER, type_bytes(sendtype, sendcount),
-                 (uint64_t)(comm_size(comm) - 1) *
-                     type_bytes(recvtype, recvcount), root, comm);
-    return leave(PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                             recvtype, root, comm));
-}
-
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                void *recvbuf, const int recvcounts[], const int displs[],
-                MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    uint64_t from_others = comm_rank(comm) == root
-        ? others(recvcounts, comm_size(comm), root, recvtype) : 0;
-    count_gather(CALL_GATHERV, type_bytes(sendtype, sendcount), from_others,
-                 root, comm);
-    return leave(PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf,
-                              recvcounts, displs, recvtype, root, comm));
-}
-
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                  MPI_Comm comm)
-{
-    uint64_t part = type_bytes(recvtype, recvcount);
-    uint64_t peers = (uint64_t)(comm_size(comm) - 1);
-    enter(CALL_ALLGATHER, peers * part, peers * part);
-    return leave(PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf,
-                                recvcount, recvtype, comm));
-}
-
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                   void *recvbuf, const int recvcounts[], const int displs[],
-                   MPI_Datatype recvtype, MPI_Comm comm)
+static void count_allgatherv(call_kind kind, const int recvcounts[],
+                             MPI_Datatype recvtype, MPI_Comm comm)
 {
     int size = comm_size(comm), me = comm_rank(comm);
     /* With MPI_IN_PLACE the own part is already in recvbuf. */
-    uint64_t own = type_bytes(recvtype, recvcounts[me]);
-    enter(CALL_ALLGATHERV, (uint64_t)(size - 1) * own,
+    enter(kind, (uint64_t)(size - 1) * type_bytes(recvtype, recvcounts[me]),
           others(recvcounts, size, me, recvtype));
-    return leave(PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf,
-                                 recvcounts, displs, recvtype, comm));
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
-               MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
+static void count_reduce_scatter(call_kind kind, const int recvcounts[],
+                                 MPI_Datatype type, MPI_Comm comm)
 {
-    uint64_t bytes = type_bytes(type, count);
-    count_gather(CALL_REDUCE, bytes, (uint64_t)(comm_size(comm) - 1) * bytes,
-                 root, comm);
-    return leave(PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm));
+    int size = comm_size(comm), me = comm_rank(comm);
+    enter(kind, others(recvcounts, size, me, type),
+          (uint64_t)(size - 1) * type_bytes(type, recvcounts[me]));
 }
 
 static uint64_t allreduce_volume(MPI_Datatype type, int count, MPI_Comm comm)
@@ -295,132 +451,352 @@ static uint64_t allreduce_volume(MPI_Datatype type, int count, MPI_Comm comm)
            (uint64_t)size;
 }
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
-                  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
-{
-    uint64_t volume = allreduce_volume(type, count, comm);
-    enter(CALL_ALLREDUCE, volume, volume);
-    return leave(PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm));
-}
-
-int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
-                   MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                   MPI_Request *request)
-{
-    uint64_t volume = allreduce_volume(type, count, comm);
-    enter(CALL_IALLREDUCE, volume, volume);
-    return leave(PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm,
-                                 request));
-}
-
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
-                       const int recvcounts[], MPI_Datatype type, MPI_Op op,
-                       MPI_Comm comm)
+static void count_alltoallv(call_kind kind, const int sendcounts[],
+                            MPI_Datatype sendtype, const int recvcounts[],
+                            MPI_Datatype recvtype, MPI_Comm comm)
 {
     int size = comm_size(comm), me = comm_rank(comm);
-    enter(CALL_REDUCE_SCATTER, others(recvcounts, size, me, type),
-          (uint64_t)(size - 1) * type_bytes(type, recvcounts[me]));
-    return leave(PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op,
-                                     comm));
+    enter(kind, others(sendcounts, size, me, sendtype),
+          others(recvcounts, size, me, recvtype));
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf,
-                             int recvcount, MPI_Datatype type, MPI_Op op,
-                             MPI_Comm comm)
+/* ---- point to point ---- */
+
+int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+             MPI_Comm comm)
 {
-    uint64_t part = (uint64_t)(comm_size(comm) - 1) *
-                    type_bytes(type, recvcount);
-    enter(CALL_REDUCE_SCATTER_BLOCK, part, part);
-    return leave(PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type,
-                                           op, comm));
+    count_send(CALL_Send, type, count, dest);
+    return leave(PMPI_Send(buf, count, type, dest, tag, comm));
 }
 
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                 void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                 MPI_Comm comm)
+int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+              MPI_Comm comm)
 {
-    uint64_t peers = (uint64_t)(comm_size(comm) - 1);
-    enter(CALL_ALLTOALL, peers * type_bytes(sendtype, sendcount),
-          peers * type_bytes(recvtype, recvcount));
-    return leave(PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf,
-                               recvcount, recvtype, comm));
+    count_send(CALL_Ssend, type, count, dest);
+    return leave(PMPI_Ssend(buf, count, type, dest, tag, comm));
 }
-
-/* ---- the other forms of each call, counted alike ---- */
 
 int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm)
 {
-    count_send(CALL_BSEND, type, count, dest);
+    count_send(CALL_Bsend, type, count, dest);
     return leave(PMPI_Bsend(buf, count, type, dest, tag, comm));
 }
 
 int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm)
 {
-    count_send(CALL_RSEND, type, count, dest);
+    count_send(CALL_Rsend, type, count, dest);
     return leave(PMPI_Rsend(buf, count, type, dest, tag, comm));
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+              MPI_Comm comm, MPI_Request *request)
+{
+    count_send(CALL_Isend, type, count, dest);
+    return opened(CALL_Isend,
+                  PMPI_Isend(buf, count, type, dest, tag, comm, request),
+                  request);
 }
 
 int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
-    count_send(CALL_ISSEND, type, count, dest);
-    return leave(PMPI_Issend(buf, count, type, dest, tag, comm, request));
+    count_send(CALL_Issend, type, count, dest);
+    return opened(CALL_Issend,
+                  PMPI_Issend(buf, count, type, dest, tag, comm, request),
+                  request);
+}
+
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest,
+               int tag, MPI_Comm comm, MPI_Request *request)
+{
+    count_send(CALL_Ibsend, type, count, dest);
+    return opened(CALL_Ibsend,
+                  PMPI_Ibsend(buf, count, type, dest, tag, comm, request),
+                  request);
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest,
+               int tag, MPI_Comm comm, MPI_Request *request)
+{
+    count_send(CALL_Irsend, type, count, dest);
+    return opened(CALL_Irsend,
+                  PMPI_Irsend(buf, count, type, dest, tag, comm, request),
+                  request);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
+             MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Status local;
+    MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
+    enter(CALL_Recv, 0, 0);
+    int result = PMPI_Recv(buf, count, type, source, tag, comm, used);
+    int arrived = 0;
+    if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
+        PMPI_Get_count(used, type, &arrived) == MPI_SUCCESS)
+        ledger[CALL_Recv].counts.bytes_received += type_bytes(type, arrived);
+    return leave(result);
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
+              MPI_Comm comm, MPI_Request *request)
+{
+    enter(CALL_Irecv, 0,
+          source == MPI_PROC_NULL ? 0 : type_bytes(type, count));
+    return opened(CALL_Irecv,
+                  PMPI_Irecv(buf, count, type, source, tag, comm, request),
+                  request);
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                 int dest, int sendtag, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                 MPI_Status *status)
+{
+    MPI_Status local;
+    MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
+    enter(CALL_Sendrecv,
+          dest == MPI_PROC_NULL ? 0 : type_bytes(sendtype, sendcount), 0);
+    int result = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
+                               recvbuf, recvcount, recvtype, source, recvtag,
+                               comm, used);
+    int arrived = 0;
+    if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
+        PMPI_Get_count(used, recvtype, &arrived) == MPI_SUCCESS)
+        ledger[CALL_Sendrecv].counts.bytes_received +=
+            type_bytes(recvtype, arrived);
+    return leave(result);
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
                          int sendtag, int source, int recvtag, MPI_Comm comm,
                          MPI_Status *status)
 {
-    enter(CALL_SENDRECV_REPLACE,
+    enter(CALL_Sendrecv_replace,
           dest == MPI_PROC_NULL ? 0 : type_bytes(type, count),
           source == MPI_PROC_NULL ? 0 : type_bytes(type, count));
     return leave(PMPI_Sendrecv_replace(buf, count, type, dest, sendtag,
                                        source, recvtag, comm, status));
 }
 
+#if MPI_VERSION >= 4
+int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                  int dest, int sendtag, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, int source, int recvtag,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    enter(CALL_Isendrecv,
+          dest == MPI_PROC_NULL ? 0 : type_bytes(sendtype, sendcount),
+          source == MPI_PROC_NULL ? 0 : type_bytes(recvtype, recvcount));
+    return opened(CALL_Isendrecv,
+                  PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
+                                 recvbuf, recvcount, recvtype, source,
+                                 recvtag, comm, request),
+                  request);
+}
+
+int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
+                          int sendtag, int source, int recvtag, MPI_Comm comm,
+                          MPI_Request *request)
+{
+    enter(CALL_Isendrecv_replace,
+          dest == MPI_PROC_NULL ? 0 : type_bytes(type, count),
+          source == MPI_PROC_NULL ? 0 : type_bytes(type, count));
+    return opened(CALL_Isendrecv_replace,
+                  PMPI_Isendrecv_replace(buf, count, type, dest, sendtag,
+                                         source, recvtag, comm, request),
+                  request);
+}
+#endif
+
+/* ---- completing requests ---- */
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    enter(CALL_Wait, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(1, request, small);
+    int result = PMPI_Wait(request, status);
+    settle(before, request, 1, small);
+    return leave(result);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    enter(CALL_Waitall, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(count, requests, small);
+    int result = PMPI_Waitall(count, requests, statuses);
+    settle(before, requests, count, small);
+    return leave(result);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index,
+                MPI_Status *status)
+{
+    enter(CALL_Waitany, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(count, requests, small);
+    int result = PMPI_Waitany(count, requests, index, status);
+    settle(before, requests, count, small);
+    return leave(result);
+}
+
+int MPI_Waitsome(int count, MPI_Request requests[], int *done,
+                 int indices[], MPI_Status statuses[])
+{
+    enter(CALL_Waitsome, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(count, requests, small);
+    int result = PMPI_Waitsome(count, requests, done, indices, statuses);
+    settle(before, requests, count, small);
+    return leave(result);
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    enter(CALL_Test, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(1, request, small);
+    int result = PMPI_Test(request, flag, status);
+    settle(before, request, 1, small);
+    return leave(result);
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag,
+                MPI_Status statuses[])
+{
+    enter(CALL_Testall, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(count, requests, small);
+    int result = PMPI_Testall(count, requests, flag, statuses);
+    settle(before, requests, count, small);
+    return leave(result);
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
+                MPI_Status *status)
+{
+    enter(CALL_Testany, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(count, requests, small);
+    int result = PMPI_Testany(count, requests, index, flag, status);
+    settle(before, requests, count, small);
+    return leave(result);
+}
+
+int MPI_Testsome(int count, MPI_Request requests[], int *done,
+                 int indices[], MPI_Status statuses[])
+{
+    enter(CALL_Testsome, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(count, requests, small);
+    int result = PMPI_Testsome(count, requests, done, indices, statuses);
+    settle(before, requests, count, small);
+    return leave(result);
+}
+
+/* Released: MPI completes the operation in its own time, and the caller
+ * has given up the handle. */
+int MPI_Request_free(MPI_Request *request)
+{
+    enter(CALL_Request_free, 0, 0);
+    MPI_Request small[SMALL];
+    MPI_Request *before = snapshot(1, request, small);
+    int result = PMPI_Request_free(request);
+    settle(before, request, 1, small);
+    return leave(result);
+}
+
+/* A cancelled request must still be completed by a Wait or Test form. */
+int MPI_Cancel(MPI_Request *request)
+{
+    enter(CALL_Cancel, 0, 0);
+    return leave(PMPI_Cancel(request));
+}
+
+int MPI_Finalize(void)
+{
+    const char *first = NULL;
+    size_t open = comm_ledger_open_requests(&first);
+    if (open > 0)
+        fprintf(stderr, "comm ledger: rank %d: %zu MPI request%s never "
+                "completed (the oldest started by %s): complete every "
+                "request with MPI_Wait or MPI_Test, or their -all, -any and "
+                "-some forms\n", world_rank(), open, open == 1 ? "" : "s",
+                first);
+    free(open_requests);
+    open_requests = NULL;
+    open_count = open_capacity = 0;
+    return PMPI_Finalize();
+}
+
+/* ---- collectives ---- */
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    enter(CALL_Barrier, 0, 0);
+    return leave(PMPI_Barrier(comm));
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    enter(CALL_Ibarrier, 0, 0);
+    return opened(CALL_Ibarrier, PMPI_Ibarrier(comm, request), request);
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root,
+              MPI_Comm comm)
+{
+    count_bcast(CALL_Bcast, type, count, root, comm);
+    return leave(PMPI_Bcast(buffer, count, type, root, comm));
+}
+
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype type, int root,
                MPI_Comm comm, MPI_Request *request)
 {
-    count_bcast(CALL_IBCAST, type, count, root, comm);
-    return leave(PMPI_Ibcast(buffer, count, type, root, comm, request));
+    count_bcast(CALL_Ibcast, type, count, root, comm);
+    return opened(CALL_Ibcast,
+                  PMPI_Ibcast(buffer, count, type, root, comm, request),
+                  request);
 }
 
-int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                MPI_Comm comm, MPI_Request *request)
+                MPI_Comm comm)
 {
-    count_gather(CALL_IGATHER, type_bytes(sendtype, sendcount),
-                 (uint64_t)(comm_size(comm) - 1) *
-                     type_bytes(recvtype, recvcount), root, comm);
-    return leave(PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf,
-                              recvcount, recvtype, root, comm, request));
-}
-
-int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                 void *recvbuf, const int recvcounts[], const int displs[],
-                 MPI_Datatype recvtype, int root, MPI_Comm comm,
-                 MPI_Request *request)
-{
-    uint64_t from_others = comm_rank(comm) == root
-        ? others(recvcounts, comm_size(comm), root, recvtype) : 0;
-    count_gather(CALL_IGATHERV, type_bytes(sendtype, sendcount), from_others,
-                 root, comm);
-    return leave(PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf,
-                               recvcounts, displs, recvtype, root, comm,
-                               request));
+    count_scatter(CALL_Scatter, (uint64_t)(comm_size(comm) - 1) *
+                  type_bytes(sendtype, sendcount),
+                  type_bytes(recvtype, recvcount), root, comm);
+    return leave(PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype, root, comm));
 }
 
 int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                  MPI_Comm comm, MPI_Request *request)
 {
-    count_scatter(CALL_ISCATTER, (uint64_t)(comm_size(comm) - 1) *
+    count_scatter(CALL_Iscatter, (uint64_t)(comm_size(comm) - 1) *
                   type_bytes(sendtype, sendcount),
                   type_bytes(recvtype, recvcount), root, comm);
-    return leave(PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf,
-                               recvcount, recvtype, root, comm, request));
+    return opened(CALL_Iscatter,
+                  PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf,
+                                recvcount, recvtype, root, comm, request),
+                  request);
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
+                 const int displs[], MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    uint64_t to_others = comm_rank(comm) == root
+        ? others(sendcounts, comm_size(comm), root, sendtype) : 0;
+    count_scatter(CALL_Scatterv, to_others, type_bytes(recvtype, recvcount),
+                  root, comm);
+    return leave(PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                               recvcount, recvtype, root, comm));
 }
 
 int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
@@ -430,11 +806,76 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
 {
     uint64_t to_others = comm_rank(comm) == root
         ? others(sendcounts, comm_size(comm), root, sendtype) : 0;
-    count_scatter(CALL_ISCATTERV, to_others, type_bytes(recvtype, recvcount),
+    count_scatter(CALL_Iscatterv, to_others, type_bytes(recvtype, recvcount),
                   root, comm);
-    return leave(PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype,
-                                recvbuf, recvcount, recvtype, root, comm,
-                                request));
+    return opened(CALL_Iscatterv,
+                  PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype,
+                                 recvbuf, recvcount, recvtype, root, comm,
+                                 request),
+                  request);
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+               MPI_Comm comm)
+{
+    count_gather(CALL_Gather, type_bytes(sendtype, sendcount),
+                 (uint64_t)(comm_size(comm) - 1) *
+                     type_bytes(recvtype, recvcount), root, comm);
+    return leave(PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                             recvtype, root, comm));
+}
+
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                MPI_Comm comm, MPI_Request *request)
+{
+    count_gather(CALL_Igather, type_bytes(sendtype, sendcount),
+                 (uint64_t)(comm_size(comm) - 1) *
+                     type_bytes(recvtype, recvcount), root, comm);
+    return opened(CALL_Igather,
+                  PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf,
+                               recvcount, recvtype, root, comm, request),
+                  request);
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                void *recvbuf, const int recvcounts[], const int displs[],
+                MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    uint64_t from_others = comm_rank(comm) == root
+        ? others(recvcounts, comm_size(comm), root, recvtype) : 0;
+    count_gather(CALL_Gatherv, type_bytes(sendtype, sendcount), from_others,
+                 root, comm);
+    return leave(PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf,
+                              recvcounts, displs, recvtype, root, comm));
+}
+
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                 void *recvbuf, const int recvcounts[], const int displs[],
+                 MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    uint64_t from_others = comm_rank(comm) == root
+        ? others(recvcounts, comm_size(comm), root, recvtype) : 0;
+    count_gather(CALL_Igatherv, type_bytes(sendtype, sendcount), from_others,
+                 root, comm);
+    return opened(CALL_Igatherv,
+                  PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf,
+                                recvcounts, displs, recvtype, root, comm,
+                                request),
+                  request);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  MPI_Comm comm)
+{
+    uint64_t part = type_bytes(recvtype, recvcount);
+    uint64_t peers = (uint64_t)(comm_size(comm) - 1);
+    enter(CALL_Allgather, peers * part, peers * part);
+    return leave(PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf,
+                                recvcount, recvtype, comm));
 }
 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -443,9 +884,20 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     uint64_t part = type_bytes(recvtype, recvcount);
     uint64_t peers = (uint64_t)(comm_size(comm) - 1);
-    enter(CALL_IALLGATHER, peers * part, peers * part);
-    return leave(PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf,
-                                 recvcount, recvtype, comm, request));
+    enter(CALL_Iallgather, peers * part, peers * part);
+    return opened(CALL_Iallgather,
+                  PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm, request),
+                  request);
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int displs[],
+                   MPI_Datatype recvtype, MPI_Comm comm)
+{
+    count_allgatherv(CALL_Allgatherv, recvcounts, recvtype, comm);
+    return leave(PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcounts, displs, recvtype, comm));
 }
 
 int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -453,13 +905,21 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request *request)
 {
-    int size = comm_size(comm), me = comm_rank(comm);
-    enter(CALL_IALLGATHERV,
-          (uint64_t)(size - 1) * type_bytes(recvtype, recvcounts[me]),
-          others(recvcounts, size, me, recvtype));
-    return leave(PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
-                                  recvcounts, displs, recvtype, comm,
-                                  request));
+    count_allgatherv(CALL_Iallgatherv, recvcounts, recvtype, comm);
+    return opened(CALL_Iallgatherv,
+                  PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
+                                   recvcounts, displs, recvtype, comm,
+                                   request),
+                  request);
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
+               MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
+{
+    uint64_t bytes = type_bytes(type, count);
+    count_gather(CALL_Reduce, bytes, (uint64_t)(comm_size(comm) - 1) * bytes,
+                 root, comm);
+    return leave(PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm));
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
@@ -467,21 +927,63 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
                 MPI_Request *request)
 {
     uint64_t bytes = type_bytes(type, count);
-    count_gather(CALL_IREDUCE, bytes,
+    count_gather(CALL_Ireduce, bytes,
                  (uint64_t)(comm_size(comm) - 1) * bytes, root, comm);
-    return leave(PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm,
-                              request));
+    return opened(CALL_Ireduce,
+                  PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm,
+                               request),
+                  request);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    uint64_t volume = allreduce_volume(type, count, comm);
+    enter(CALL_Allreduce, volume, volume);
+    return leave(PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm));
+}
+
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+                   MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    uint64_t volume = allreduce_volume(type, count, comm);
+    enter(CALL_Iallreduce, volume, volume);
+    return opened(CALL_Iallreduce,
+                  PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm,
+                                  request),
+                  request);
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
+                       const int recvcounts[], MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm)
+{
+    count_reduce_scatter(CALL_Reduce_scatter, recvcounts, type, comm);
+    return leave(PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op,
+                                     comm));
 }
 
 int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
                         const int recvcounts[], MPI_Datatype type, MPI_Op op,
                         MPI_Comm comm, MPI_Request *request)
 {
-    int size = comm_size(comm), me = comm_rank(comm);
-    enter(CALL_IREDUCE_SCATTER, others(recvcounts, size, me, type),
-          (uint64_t)(size - 1) * type_bytes(type, recvcounts[me]));
-    return leave(PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op,
-                                      comm, request));
+    count_reduce_scatter(CALL_Ireduce_scatter, recvcounts, type, comm);
+    return opened(CALL_Ireduce_scatter,
+                  PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op,
+                                       comm, request),
+                  request);
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf,
+                             int recvcount, MPI_Datatype type, MPI_Op op,
+                             MPI_Comm comm)
+{
+    uint64_t part = (uint64_t)(comm_size(comm) - 1) *
+                    type_bytes(type, recvcount);
+    enter(CALL_Reduce_scatter_block, part, part);
+    return leave(PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type,
+                                           op, comm));
 }
 
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
@@ -490,9 +992,35 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
 {
     uint64_t part = (uint64_t)(comm_size(comm) - 1) *
                     type_bytes(type, recvcount);
-    enter(CALL_IREDUCE_SCATTER_BLOCK, part, part);
-    return leave(PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount,
-                                            type, op, comm, request));
+    enter(CALL_Ireduce_scatter_block, part, part);
+    return opened(CALL_Ireduce_scatter_block,
+                  PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount,
+                                             type, op, comm, request),
+                  request);
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 MPI_Comm comm)
+{
+    uint64_t peers = (uint64_t)(comm_size(comm) - 1);
+    enter(CALL_Alltoall, peers * type_bytes(sendtype, sendcount),
+          peers * type_bytes(recvtype, recvcount));
+    return leave(PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf,
+                               recvcount, recvtype, comm));
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t peers = (uint64_t)(comm_size(comm) - 1);
+    enter(CALL_Ialltoall, peers * type_bytes(sendtype, sendcount),
+          peers * type_bytes(recvtype, recvcount));
+    return opened(CALL_Ialltoall,
+                  PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcount, recvtype, comm, request),
+                  request);
 }
 
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
@@ -500,11 +1028,25 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
                   const int recvcounts[], const int rdispls[],
                   MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int size = comm_size(comm), me = comm_rank(comm);
-    enter(CALL_ALLTOALLV, others(sendcounts, size, me, sendtype),
-          others(recvcounts, size, me, recvtype));
+    count_alltoallv(CALL_Alltoallv, sendcounts, sendtype, recvcounts,
+                    recvtype, comm);
     return leave(PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype,
                                 recvbuf, recvcounts, rdispls, recvtype, comm));
+}
+
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
+                   const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int rdispls[],
+                   MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    count_alltoallv(CALL_Ialltoallv, sendcounts, sendtype, recvcounts,
+                    recvtype, comm);
+    return opened(CALL_Ialltoallv,
+                  PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype,
+                                  recvbuf, recvcounts, rdispls, recvtype,
+                                  comm, request),
+                  request);
 }
 
 /* ---- reading the ledger ---- */
@@ -512,8 +1054,8 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
 comm_counts comm_ledger_of(const char *call)
 {
     for (int k = 0; k < CALL_KINDS; k++)
-        if (strcmp(call_names[k], call) == 0)
-            return ledger[k];
+        if (strcmp(ledger[k].name, call) == 0)
+            return ledger[k].counts;
     comm_counts none = { 0, 0, 0 };
     return none;
 }
@@ -522,24 +1064,31 @@ comm_counts comm_ledger_total(void)
 {
     comm_counts total = { 0, 0, 0 };
     for (int k = 0; k < CALL_KINDS; k++) {
-        total.calls += ledger[k].calls;
-        total.bytes_sent += ledger[k].bytes_sent;
-        total.bytes_received += ledger[k].bytes_received;
+        total.calls += ledger[k].counts.calls;
+        total.bytes_sent += ledger[k].counts.bytes_sent;
+        total.bytes_received += ledger[k].counts.bytes_received;
     }
     return total;
 }
 
 void comm_ledger_reset(void)
 {
-    memset(ledger, 0, sizeof ledger);
+    for (int k = 0; k < CALL_KINDS; k++) {
+        comm_counts zero = { 0, 0, 0 };
+        ledger[k].counts = zero;
+    }
 }
 
 void comm_ledger_write(FILE *out)
 {
     for (int k = 0; k < CALL_KINDS; k++)
-        if (ledger[k].calls > 0)
-            fprintf(out, "comm %s %llu %llu %llu\n", call_names[k],
-                    (unsigned long long)ledger[k].calls,
-                    (unsigned long long)ledger[k].bytes_sent,
-                    (unsigned long long)ledger[k].bytes_received);
+        if (ledger[k].counts.calls > 0)
+            fprintf(out, "comm %s %llu %llu %llu\n", ledger[k].name,
+                    (unsigned long long)ledger[k].counts.calls,
+                    (unsigned long long)ledger[k].counts.bytes_sent,
+                    (unsigned long long)ledger[k].counts.bytes_received);
+    const char *first = NULL;
+    size_t open = comm_ledger_open_requests(&first);
+    fprintf(out, "requests_open %zu%s%s\n", open, first ? " " : "",
+            first ? first : "");
 }

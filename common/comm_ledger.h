@@ -1,4 +1,5 @@
-/* The communication ledger: bytes each rank sends and receives, by MPI call.
+/* The communication ledger: bytes each rank sends and receives, by MPI call,
+ * and the requests it has left open.
  *
  * It sits on MPI's profiling interface: this library defines MPI_Send,
  * MPI_Bcast, ... and passes each call on to the real one (PMPI_Send, ...)
@@ -10,11 +11,13 @@
  * intermediate ranks; that is the library's business). For a communicator
  * of P ranks and a rank `me`, with every count in bytes:
  *
- *   Send, Ssend, Bsend, Rsend, Isend, Issend
+ *   Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend, Irsend
  *                             sent += count        (MPI_PROC_NULL: nothing)
  *   Recv                      received += the count that arrived
  *   Irecv                     received += the count posted (an upper bound)
  *   Sendrecv(_replace)        both of the above
+ *   Isendrecv(_replace)       (MPI 4) sent += count; received += the count
+ *                             posted
  *   Bcast                     root: sent += (P-1)*count; others: received += count
  *   Scatter(v)                root: sent += what goes to the others;
  *                             others: received += their part
@@ -27,20 +30,35 @@
  *   Allreduce, Iallreduce     sent = received += 2(P-1)/P*count, the volume of a
  *                             bandwidth-optimal allreduce (reduce-scatter, then
  *                             allgather: Patarasuk and Yuan, JPDC 2009)
- *   Alltoall                  sent = received += (P-1)*count
- *   Alltoallv                 sent += what goes to the others;
+ *   Alltoall(v), Ialltoall(v) sent += what goes to the others;
  *                             received += what comes from them
- *   Barrier                   a call, no bytes
+ *   Barrier, Ibarrier         a call, no bytes
  *
  * The non-blocking forms (Ibcast, Igather(v), Iscatter(v), Iallgather(v),
  * Ireduce, Ireduce_scatter(_block), Iallreduce) count as their blocking
  * twins, when they are started. Calls on communicators other than
- * MPI_COMM_WORLD count the same way, with P their size. One-sided
- * communication (MPI_Put, MPI_Get) is not counted: the lessons do not use
- * it, and a test that checks the total bytes sees it as bytes missing. */
+ * MPI_COMM_WORLD count the same way, with P their size.
+ *
+ * Requests. Every request a counted call starts is open until a Wait or
+ * Test form completes it (Wait, Waitall, Waitany, Waitsome, Test, Testall,
+ * Testany, Testsome, each counted as a call) or MPI_Request_free releases
+ * it. The requests still open are written with the ledger, and MPI_Finalize
+ * says on standard error how many a rank never completed: a request never
+ * completed is a receive whose data may never have arrived, or a send
+ * whose buffer was reused too early, however right the numbers look.
+ *
+ * Refused. What the ledger cannot count stops the program (status 1, one
+ * line saying why): persistent requests (MPI_Send_init and its kin,
+ * MPI_Start, MPI_Startall), one-sided communication (creating a window:
+ * MPI_Win_create, MPI_Win_allocate(_shared), MPI_Win_create_dynamic) and
+ * the neighbourhood collectives (MPI_Neighbor_* and MPI_Ineighbor_*).
+ * scripts/check-submission.sh refuses them, and every other call that is
+ * not counted, in a student's files before they are built; this is the
+ * second line, for code that was not checked. */
 #ifndef ZZ_COMM_LEDGER_H
 #define ZZ_COMM_LEDGER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -56,10 +74,17 @@ comm_counts comm_ledger_of(const char *call);
 /* All calls added up. */
 comm_counts comm_ledger_total(void);
 
-/* Back to zero: a driver resets after its own set-up communication. */
+/* Back to zero: a driver resets after its own set-up communication. The
+ * open requests are not forgotten: a request stays open until completed. */
 void comm_ledger_reset(void);
 
-/* Writes "comm NAME CALLS SENT RECEIVED" for every call made at least once. */
+/* How many requests are open now; *first_call (when not NULL) names the
+ * call that started the oldest of them ("MPI_Iallreduce"), or is NULL when
+ * none is open. */
+size_t comm_ledger_open_requests(const char **first_call);
+
+/* Writes "comm NAME CALLS SENT RECEIVED" for every call made at least once,
+ * then "requests_open N", followed by the oldest one's call when N > 0. */
 void comm_ledger_write(FILE *out);
 
 #endif

@@ -6,11 +6,13 @@
 #include "rng.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- The generated task ------------------------------------------------- */
 
@@ -171,6 +173,48 @@ typedef struct {
     const char *path;
 } idx_file;
 
+/* Opens an IDX file for reading, if it is a regular file. A FIFO would
+ * block the open until someone writes to it (and a training run with it
+ * forever), a directory or a device holds no data set: each is refused with
+ * the reason. Opening without blocking, then asking the open file what it
+ * is, leaves no moment in which the path can be swapped. Returns 0, or -1
+ * with the reason. */
+static int open_idx(idx_file *idx, char *error, size_t error_len)
+{
+    int fd = open(idx->path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0)
+        return fail(error, error_len, "cannot open %s file '%s': %s",
+                    idx->what, idx->path, strerror(errno));
+    struct stat status;
+    if (fstat(fd, &status) != 0) {
+        int saved = errno;
+        close(fd);
+        return fail(error, error_len, "cannot read %s file '%s': %s",
+                    idx->what, idx->path, strerror(saved));
+    }
+    if (!S_ISREG(status.st_mode)) {
+        close(fd);
+        return fail(error, error_len, "%s file '%s' is %s, not a regular "
+                    "file: MNIST's files are read from disk", idx->what,
+                    idx->path,
+                    S_ISFIFO(status.st_mode)  ? "a FIFO"
+                    : S_ISDIR(status.st_mode) ? "a directory"
+                    : S_ISSOCK(status.st_mode) ? "a socket"
+                                               : "a device");
+    }
+    /* Reads of a regular file never block; the flag goes all the same, so
+     * that the stream behaves as any other. */
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+        (idx->file = fdopen(fd, "rb")) == NULL) {
+        int saved = errno;
+        close(fd);
+        return fail(error, error_len, "cannot read %s file '%s': %s",
+                    idx->what, idx->path, strerror(saved));
+    }
+    return 0;
+}
+
 /* Reads the magic number and `dims` sizes. Returns 0, or -1 with the reason. */
 static int read_idx_header(const idx_file *idx, uint32_t magic, int dims,
                            uint32_t *sizes, char *error, size_t error_len)
@@ -226,18 +270,9 @@ int dataset_load_mnist(dataset *data, const char *images_path,
     idx_file labels = { NULL, "labels", labels_path };
     int result = -1;
 
-    images.file = fopen(images_path, "rb");
-    if (images.file == NULL) {
-        fail(error, error_len, "cannot open images file '%s': %s",
-             images_path, strerror(errno));
+    if (open_idx(&images, error, error_len) != 0 ||
+        open_idx(&labels, error, error_len) != 0)
         goto done;
-    }
-    labels.file = fopen(labels_path, "rb");
-    if (labels.file == NULL) {
-        fail(error, error_len, "cannot open labels file '%s': %s",
-             labels_path, strerror(errno));
-        goto done;
-    }
 
     uint32_t image_sizes[3] = { 0, 0, 0 }, label_count = 0;
     if (read_idx_header(&images, IMAGES_MAGIC, 3, image_sizes, error,

@@ -3,7 +3,9 @@
  *
  * Malformed files (a wrong magic number, truncated data, image and label
  * counts that disagree, declared sizes that would overflow or exhaust
- * memory) are refused with a one-line reason, never a crash. */
+ * memory) are refused with a one-line reason, never a crash; so is a path
+ * that is not a regular file (a FIFO, which would block the reader until
+ * something writes to it, a directory, a device). */
 #ifndef ZZ_DATASET_H
 #define ZZ_DATASET_H
 

@@ -5,6 +5,30 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ZZ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZZ_ASAN 1
+#endif
+#endif
+#if defined(__GLIBC__) && \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#define ZZ_MALLINFO2 1
+#endif
+
+#if defined(ZZ_ASAN)
+/* AddressSanitizer's allocator replaces malloc; it counts for itself. */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#elif defined(ZZ_MALLINFO2)
+#include <malloc.h>
+#elif defined(__APPLE__)
+#include <malloc/malloc.h>
+#else
+#include <stdio.h>
+#include <unistd.h>
+#endif
+
 /* Each block starts with this header, one alignment unit long, so that
  * ledger_free knows what to take off the books. */
 typedef struct {
@@ -65,4 +89,30 @@ void memory_ledger_write(FILE *out)
     for (int c = 0; c < MEMORY_CATEGORIES; c++)
         fprintf(out, "memory %s %zu %zu\n",
                 memory_category_name((memory_category)c), current[c], peak[c]);
+}
+
+size_t memory_ledger_heap_in_use(void)
+{
+#if defined(ZZ_ASAN)
+    return __sanitizer_get_current_allocated_bytes();
+#elif defined(ZZ_MALLINFO2)
+    /* Every arena's chunks in use, and the blocks mapped apart (large
+     * allocations): both are what the program asked for and holds. */
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
+#elif defined(__APPLE__)
+    malloc_statistics_t statistics;
+    malloc_zone_statistics(NULL, &statistics);
+    return statistics.size_in_use;
+#else
+    /* The resident set: /proc/self/statm's second field, in pages. */
+    unsigned long pages = 0, resident = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    if (statm == NULL)
+        return 0;
+    int read = fscanf(statm, "%lu %lu", &pages, &resident);
+    fclose(statm);
+    long page = sysconf(_SC_PAGESIZE);
+    return read == 2 && page > 0 ? (size_t)resident * (size_t)page : 0;
+#endif
 }

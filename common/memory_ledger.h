@@ -40,4 +40,13 @@ const char *memory_category_name(memory_category category);
 /* Writes "memory NAME CURRENT PEAK" lines, one per category. */
 void memory_ledger_write(FILE *out);
 
+/* Bytes the process's allocator holds for it now, however they were
+ * allocated (malloc, calloc, ledger_alloc, a library's own buffers): what
+ * the ledger cannot see. A check compares two readings around repeated
+ * calls of a student's function: memory that grows with every call is a
+ * leak. glibc's mallinfo2 (bytes in use, on the heap and mapped apart);
+ * under AddressSanitizer its own count; on macOS the default zone's; else
+ * the resident set, which sees only memory that has been written. */
+size_t memory_ledger_heap_in_use(void);
+
 #endif

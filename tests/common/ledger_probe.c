@@ -1,8 +1,20 @@
-/* A test program for the communication ledger and the steps file: every
- * rank makes each counted MPI call with known sizes, then writes its ledger
- * to OUT_DIR/rank-R.txt. With --hang, rank 0 instead waits for a message
- * that never comes, inside a named step, so that the harness's deadlock
- * report and clean-up can be tested. Run on 3 ranks. */
+/* A test program for the communication ledger and the steps file, run on
+ * 3 ranks by tests/common/test_mpi.c:
+ *   ledger_probe OUT_DIR          every rank makes each counted MPI call
+ *                                 with known sizes (and completes every
+ *                                 request, by every Wait and Test form),
+ *                                 then writes its ledger to
+ *                                 OUT_DIR/rank-R.txt
+ *   ledger_probe --open OUT_DIR   every rank sends itself a message with
+ *                                 MPI_Isend and never completes that
+ *                                 request; the ledger goes to OUT_DIR
+ *   ledger_probe --refuse KIND    rank 0 makes a call the ledger refuses:
+ *                                 persistent, window or neighbours
+ *   ledger_probe --hang           rank 0 waits for a message that never
+ *                                 comes, inside a named step, so that the
+ *                                 harness's deadlock report and clean-up
+ *                                 can be tested */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +27,47 @@
 
 enum { N = 12 };
 
+static void write_ledger(const char *dir, int rank)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
+    FILE *out = fopen(path, "w");
+    if (out == NULL) {
+        perror(path);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    comm_ledger_write(out);
+    if (fclose(out) != 0) {
+        perror(path);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+/* Each call the ledger refuses, made by rank 0; the others wait at a
+ * barrier that the refusal's MPI_Abort ends. */
+static void refuse(const char *kind, int rank)
+{
+    double a[N] = { 0 }, b[3 * N];
+    MPI_Request request;
+    if (rank == 0) {
+        if (strcmp(kind, "persistent") == 0)
+            MPI_CHECK(MPI_Send_init(a, N, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD,
+                                    &request));
+        else if (strcmp(kind, "window") == 0) {
+            MPI_Win window;
+            double *base;
+            MPI_CHECK(MPI_Win_allocate(64, 8, MPI_INFO_NULL, MPI_COMM_WORLD,
+                                       &base, &window));
+        } else if (strcmp(kind, "neighbours") == 0)
+            MPI_CHECK(MPI_Neighbor_allgather(a, 1, MPI_DOUBLE, b, 1,
+                                             MPI_DOUBLE, MPI_COMM_WORLD));
+        fprintf(stderr, "ledger_probe: --refuse %s: not refused\n", kind);
+        mpi_exit_all(3);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    mpi_exit_all(3);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -23,9 +76,12 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     steps_open(rank);
-    if (argc != 2 || size != 3) {
+    bool two = argc == 3 && (strcmp(argv[1], "--open") == 0 ||
+                             strcmp(argv[1], "--refuse") == 0);
+    if ((argc != 2 && !two) || size != 3) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpirun -np 3 ledger_probe OUT_DIR|--hang\n");
+            fprintf(stderr, "usage: mpirun -np 3 ledger_probe OUT_DIR|--open "
+                    "OUT_DIR|--refuse KIND|--hang\n");
         mpi_exit_all(2);
     }
     if (strcmp(argv[1], "--hang") == 0) {
@@ -36,6 +92,22 @@ int main(int argc, char **argv)
                                MPI_STATUS_IGNORE));
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         mpi_exit_all(0);
+    }
+    if (strcmp(argv[1], "--refuse") == 0)
+        refuse(argv[2], rank);
+    if (strcmp(argv[1], "--open") == 0) {
+        /* A message to itself: the send is buffered at once, the receive
+         * takes it, and the send's request is never waited for. */
+        double out = rank, in = -1;
+        MPI_Request forgotten;
+        comm_ledger_reset();
+        MPI_CHECK(MPI_Isend(&out, 1, MPI_DOUBLE, rank, 4, MPI_COMM_WORLD,
+                            &forgotten));
+        MPI_CHECK(MPI_Recv(&in, 1, MPI_DOUBLE, rank, 4, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+        write_ledger(argv[2], rank);
+        MPI_CHECK(MPI_Finalize());
+        return 0;
     }
 
     double a[3 * N], b[3 * N];
@@ -68,17 +140,42 @@ int main(int argc, char **argv)
     int ones[3] = { 1, 1, 1 }, offsets[3] = { 0, 1, 2 };
     MPI_CHECK(MPI_Alltoallv(a, ones, offsets, MPI_DOUBLE, b, ones, offsets,
                             MPI_DOUBLE, MPI_COMM_WORLD));
+
+    /* A ring of non-blocking messages, N doubles each way, completed by
+     * polling with MPI_Testany (which says MPI_UNDEFINED once none is
+     * left). */
+    MPI_Request pair[2];
+    MPI_CHECK(MPI_Irecv(b, N, MPI_DOUBLE, (rank + 2) % 3, 2, MPI_COMM_WORLD,
+                        &pair[0]));
+    MPI_CHECK(MPI_Isend(a, N, MPI_DOUBLE, (rank + 1) % 3, 2, MPI_COMM_WORLD,
+                        &pair[1]));
+    for (int done = 0; done < 2;) {
+        int index, flag;
+        MPI_CHECK(MPI_Testany(2, pair, &index, &flag, MPI_STATUS_IGNORE));
+        if (flag && index != MPI_UNDEFINED)
+            done++;
+    }
+    /* A barrier completed by MPI_Waitsome; one double to each peer,
+     * completed by polling MPI_Testall. */
+    int finished, which[1];
+    MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &request));
+    MPI_CHECK(MPI_Waitsome(1, &request, &finished, which,
+                           MPI_STATUSES_IGNORE));
+    MPI_CHECK(MPI_Ialltoall(a, 1, MPI_DOUBLE, b, 1, MPI_DOUBLE,
+                            MPI_COMM_WORLD, &request));
+    for (int flag = 0; !flag;)
+        MPI_CHECK(MPI_Testall(1, &request, &flag, MPI_STATUSES_IGNORE));
+    /* A send whose request is released at once; rank 2 receives it. */
+    if (rank == 0) {
+        MPI_CHECK(MPI_Isend(a, 1, MPI_DOUBLE, 2, 3, MPI_COMM_WORLD,
+                            &request));
+        MPI_CHECK(MPI_Request_free(&request));
+    } else if (rank == 2)
+        MPI_CHECK(MPI_Recv(b, 1, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank-%d.txt", argv[1], rank);
-    FILE *out = fopen(path, "w");
-    if (out == NULL) {
-        perror(path);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    comm_ledger_write(out);
-    fclose(out);
+    write_ledger(argv[1], rank);
     MPI_CHECK(MPI_Finalize());
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -1095,6 +1096,51 @@ START_TEST(mnist_refuses_malformed_files)
 }
 END_TEST
 
+/* A path that is not a regular file is refused at once: a FIFO would
+ * block the open until something wrote to it (train hung forever), and a
+ * directory holds no data. The test's own time limit is what catches a
+ * loader that blocks. */
+START_TEST(mnist_refuses_paths_that_are_not_files)
+{
+    static const unsigned char digits[3] = { 7, 0, 9 };
+    for (int which = 0; which < 3; which++) {
+        idx_paths paths;
+        idx_paths_make(&paths);
+        unsigned char images[64], labels[16];
+        const char *says, *path;
+        if (which == 2) { /* labels from a FIFO, after good images */
+            write_file(paths.images, images,
+                       make_images(images, 0x803, 3, 2, 2, 12));
+            ck_assert(mkfifo(paths.labels, 0600) == 0);
+            says = "labels file '%s' is a FIFO, not a regular file";
+            path = paths.labels;
+        } else {
+            write_file(paths.labels, labels,
+                       make_labels(labels, 0x801, 3, digits, 3));
+            ck_assert(which == 0 ? mkfifo(paths.images, 0600) == 0
+                                 : mkdir(paths.images, 0700) == 0);
+            says = which == 0
+                       ? "images file '%s' is a FIFO, not a regular file"
+                       : "images file '%s' is a directory, not a regular file";
+            path = paths.images;
+        }
+        dataset data;
+        char error[512] = "", want[HARNESS_PATH + 96];
+        int result = dataset_load_mnist(&data, paths.images, paths.labels,
+                                        error, sizeof error);
+        snprintf(want, sizeof want, says, path);
+        if (which == 1)
+            rmdir(paths.images);
+        idx_paths_remove(&paths);
+        ck_assert_msg(result == -1, "case %d: accepted", which);
+        ck_assert_msg(strstr(error, want) != NULL, "case %d: message '%s' "
+                      "lacks '%s'", which, error, want);
+        ck_assert(data.inputs == NULL && data.labels == NULL &&
+                  data.count == 0);
+    }
+}
+END_TEST
+
 /* ---- progress.h ---- */
 
 START_TEST(progress_writes_plain_lines_to_files)
@@ -1171,6 +1217,8 @@ Suite *lesson_suite(void)
                 mnist_reads_tiny_files_exactly, 0, 10);
     harness_add(suite, "dataset: MNIST malformed files refused",
                 mnist_refuses_malformed_files, 0, 10);
+    harness_add(suite, "dataset: MNIST FIFOs and directories refused at once",
+                mnist_refuses_paths_that_are_not_files, 0, 5);
     harness_add(suite, "progress: plain lines in a file",
                 progress_writes_plain_lines_to_files, 0, 10);
     return suite;

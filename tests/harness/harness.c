@@ -745,7 +745,7 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     if (strstr(result.err, "time limit for job execution has been reached")
         != NULL)
         result.timed_out = true;
-    if (result.timed_out)
+    if (result.timed_out || result.signal != 0 || result.exit_status != 0)
         result.where = describe_steps(steps_dir, ranks);
     result.leftovers = remove_folder(steps_dir, ranks);
     return result;
@@ -866,13 +866,125 @@ static void first_own_line(const char *text, char *line, size_t len)
     }
 }
 
+/* The first line of `err` that shows a corrupted heap: glibc's own words
+ * when it finds its bookkeeping overwritten (a write past the end or
+ * before the start of a block, or a block freed twice), or
+ * AddressSanitizer's. NULL when there is none. */
+static const char *heap_corruption_line(const char *err, char *line,
+                                        size_t len)
+{
+    static const char *const starts[] = {
+        "double free or corruption", "free(): ", "malloc(): ", "realloc(): ",
+        "corrupted size vs. prev_size", "corrupted double-linked list",
+        "malloc_consolidate(): ", "munmap_chunk(): ", "_int_malloc(): ",
+        "_int_free(): ",
+    };
+    for (const char *at = err; *at;) {
+        size_t n = strcspn(at, "\n");
+        bool found = false;
+        for (size_t k = 0; !found && k < sizeof starts / sizeof starts[0];
+             k++)
+            found = strncmp(at, starts[k], strlen(starts[k])) == 0;
+        if (found) {
+            snprintf(line, len, "%.*s", (int)(n < len ? n : len - 1), at);
+            return line;
+        }
+        at += n + (at[n] == '\n');
+    }
+    /* "==PID==ERROR: AddressSanitizer: heap-buffer-overflow on ...". */
+    const char *asan = strstr(err, "AddressSanitizer: heap-");
+    if (asan != NULL) {
+        size_t n = strcspn(asan, "\n");
+        snprintf(line, len, "%.*s", (int)(n < len ? n : len - 1), asan);
+        return line;
+    }
+    return NULL;
+}
+
+/* mpirun's line about a rank that a signal ended ("mpirun noticed that
+ * process rank 1 with PID 0 on node vm exited on signal 11 (Segmentation
+ * fault)."): the rank, the signal and its name. False when there is none. */
+static bool crashed_rank(const char *err, int *rank, int *signal_number,
+                         char *name, size_t len)
+{
+    const char *at = strstr(err, "mpirun noticed that process rank ");
+    if (at == NULL ||
+        sscanf(at, "mpirun noticed that process rank %d", rank) != 1)
+        return false;
+    const char *on = strstr(at, " exited on signal ");
+    if (on == NULL || on - at > 200 ||
+        sscanf(on, " exited on signal %d", signal_number) != 1)
+        return false;
+    const char *open = strchr(on, '('), *close = open ? strchr(open, ')')
+                                                      : NULL;
+    if (open != NULL && close != NULL && close - on < 80)
+        snprintf(name, len, "%.*s", (int)(close - open - 1), open + 1);
+    else
+        snprintf(name, len, "%s", strsignal(*signal_number));
+    return true;
+}
+
+/* Rank `rank`'s part of a `where` text ("rank 1: TODO 4: assemble_y,
+ * inside MPI_Allgatherv"), without the rank; empty when it has none. */
+static void step_of_rank(const char *where, int rank, char *step, size_t len)
+{
+    char key[32];
+    step[0] = '\0';
+    if (where == NULL)
+        return;
+    snprintf(key, sizeof key, "rank %d: ", rank);
+    for (const char *at = strstr(where, key); at != NULL;
+         at = strstr(at + 1, key)) {
+        if (at != where && strncmp(at - 2, "; ", 2) != 0)
+            continue;
+        at += strlen(key);
+        const char *end = strstr(at, "; rank ");
+        size_t n = end != NULL ? (size_t)(end - at) : strlen(at);
+        snprintf(step, len, "%.*s", (int)(n < len ? n : len - 1), at);
+        return;
+    }
+}
+
+/* What an MPI error in the output means, for errors whose own words do
+ * not say what to look for; "" for any other. */
+static const char *mpi_error_meaning(const char *err)
+{
+    if (strstr(err, "MPI_ERR_TRUNCATE") != NULL)
+        return ". MPI_ERR_TRUNCATE: a message arrived that was longer than "
+               "the receive posted for it, so the sender and the receiver "
+               "disagree on how many elements that message holds (which "
+               "block or chunk is sent at that step, or how long it is)";
+    if (strstr(err, "MPI_ERR_RANK") != NULL)
+        return ". MPI_ERR_RANK: a rank outside the communicator was named "
+               "(a rank number from another communicator, or one not "
+               "wrapped around with % size)";
+    return "";
+}
+
 void harness_expect_success(const run_result *result, const char *what)
 {
-    char line[512];
+    char line[512], heap[256], step[256], name[64];
     if (!result->started)
         ck_abort_msg("could not start %s: %s", what, result->err);
     if (not_started_line(result->err, line, sizeof line) != NULL)
         _ck_assert_failed(__FILE__, __LINE__, "not started", "%s", line);
+    /* A corrupted heap first: a rank that finds its heap corrupted often
+     * hangs while reporting it (its signal handler needs the very heap),
+     * and that is not a deadlock. */
+    const char *corrupted = heap_corruption_line(result->err, heap,
+                                                 sizeof heap);
+    if (corrupted != NULL && (result->timed_out || result->signal != 0 ||
+                              result->exit_status != 0))
+        ck_abort_msg("%s %s: its heap was corrupted (\"%s\"). That "
+                     "happens when code writes past the end (or before the "
+                     "start) of memory it allocated, or frees a block "
+                     "twice; check every index and count against the size "
+                     "allocated.%s%s", what,
+                     result->timed_out ? "stopped answering, and not from "
+                                         "a deadlock"
+                                       : "crashed",
+                     corrupted, result->where ? " Where each rank was: " : "",
+                     result->where ? result->where : "");
     if (result->timed_out && result->where != NULL)
         ck_abort_msg("no answer from %s in %.0f s: probably a deadlock (every "
                      "rank waiting for another). Where each rank was: %s",
@@ -884,6 +996,22 @@ void harness_expect_success(const run_result *result, const char *what)
         ck_abort_msg("%s crashed: %s (signal %d, after %.1f s)", what,
                      strsignal(result->signal), result->signal,
                      result->seconds);
+    /* Under mpirun a rank's crash is mpirun's exit status; mpirun names the
+     * rank and the signal, and the rank's steps file says where it was. */
+    int rank, signal_number;
+    if (result->exit_status != 0 &&
+        crashed_rank(result->err, &rank, &signal_number, name, sizeof name)) {
+        step_of_rank(result->where, rank, step, sizeof step);
+        if (strncmp(step, "(no step", 8) == 0)
+            step[0] = '\0';
+        ck_abort_msg("%s: rank %d crashed: %s (signal %d)%s%s%s", what, rank,
+                     name, signal_number, step[0] ? ", in " : "", step,
+                     signal_number == SIGSEGV || signal_number == SIGBUS
+                         ? ". It touched memory it does not own: an index "
+                           "past the end of a buffer, a count larger than "
+                           "the buffer, or a pointer never set"
+                         : "");
+    }
     if (result->supervisor_lost)
         ck_abort_msg("%s killed the harness's keeper of the run after %.1f s: "
                      "code under test may signal only processes it started "
@@ -894,8 +1022,9 @@ void harness_expect_success(const run_result *result, const char *what)
                      what);
     if (result->exit_status != 0) {
         first_own_line(result->err, line, sizeof line);
-        ck_abort_msg("%s failed with exit status %d%s%s", what,
-                     result->exit_status, line[0] ? ": " : "", line);
+        ck_abort_msg("%s failed with exit status %d%s%s%s", what,
+                     result->exit_status, line[0] ? ": " : "", line,
+                     mpi_error_meaning(result->err));
     }
 }
 

@@ -73,7 +73,7 @@ typedef struct {
     double seconds;
     char *out;         /* everything it wrote, NUL-terminated */
     char *err;
-    char *where;       /* MPI runs that timed out: where each rank was, as
+    char *where;       /* MPI runs that timed out or failed: where each rank was, as
                           its steps file said ("rank 0: TODO 3 ..., in
                           MPI_Bcast; ..."); else NULL */
     int strays;        /* 1 if processes were still running when the
