@@ -80,6 +80,10 @@ END_TEST
 
 enum { SEED = 7 };
 
+/* The guard the driver puts after every buffer your code writes
+ * (lessons/02-mpi-matvec/main.c); it must come back unchanged. */
+static const double guard = -0x1.5ca1ab1ep+900;
+
 typedef struct {
     unsigned long long calls, sent, received;
 } counted;
@@ -146,6 +150,35 @@ static unsigned long long report_value(const char *report, const char *key,
     return values[index];
 }
 
+/* The communication ledger's count of requests this rank started and
+ * never completed (common/comm_ledger.h). */
+static void expect_requests_completed(const char *report, int rank,
+                                      const char *todos)
+{
+    unsigned long long open = report_value(report, "requests_open", 0, rank);
+    char call[64] = "?";
+    const char *line = strstr(report, "requests_open ");
+    if (open > 0 && line != NULL)
+        sscanf(line, "requests_open %*u %63s", call);
+    ck_assert_msg(open == 0, "rank %d: %llu MPI request%s never completed "
+                  "(the oldest started by %s). Hint: %s: complete every "
+                  "request you start (MPI_Wait, MPI_Waitall) before your "
+                  "function returns: until then its data may not have "
+                  "arrived", rank, open, open == 1 ? "" : "s", call, todos);
+}
+
+/* DIR/NAME-rank-R.bin holds `count` values and then the guard; reads the
+ * values into `values` and fails, naming `todo`, when the guard changed. */
+static void read_guarded(const char *dir, const char *name, int rank,
+                         double *values, size_t count, const char *todo)
+{
+    harness_read_doubles(dir, name, rank, values, count + 1);
+    ck_assert_msg(memcmp(&values[count], &guard, sizeof guard) == 0,
+                  "rank %d: the double after %s's %zu elements changed (to "
+                  "%.17g): your code wrote past the end of %s. Hint: %s",
+                  rank, name, count, values[count], name, todo);
+}
+
 /* The row split (TODO 1-4) on P ranks: M and N not multiples of P, and
  * blocks of y larger than MPI's eager limit (4 KiB in Open MPI's shared
  * memory transport), so that a send that waits for its receive blocks. */
@@ -161,13 +194,27 @@ START_TEST(rows_on_ranks)
     harness_expect_success(&r, what);
 
     double *expected = vector_alloc(M, "y"), *bound = vector_alloc(M, "b");
-    double *y = vector_alloc(M, "y from a rank");
+    double *y = vector_alloc(M + 1, "y from a rank");
+    double *x = vector_alloc(N, "x"), *x_got = vector_alloc(N + 1, "x got");
     serial_y(M, N, expected, bound);
+    vector_fill_random(x, N, 0, SEED);
     for (int rank = 0; rank < P; rank++) {
         char *report = harness_read_report(out, rank);
         size_t begin, end;
         block_range(M, (size_t)P, (size_t)rank, &begin, &end);
         size_t own = end - begin;
+
+        /* x first: a y made with a wrong x is TODO 3's fault, not 4's. */
+        read_guarded(out, "x", rank, x_got, N, "TODO 3");
+        comparison_t same_x = compare_bitwise(x, x_got, N);
+        if (!comparison_ok(&same_x)) {
+            char text[512];
+            comparison_describe(&same_x, "x", text, sizeof text);
+            ck_abort_msg("rank %d's x after share_x: %s (rank 0's x, made "
+                         "here from the seed). Hint: TODO 3: every rank "
+                         "needs rank 0's x", rank, text);
+        }
+        expect_requests_completed(report, rank, "TODO 3 and 4");
 
         /* Memory: only my rows of A, ever. */
         unsigned long long held = report_value(report, "memory matrix", 1,
@@ -197,7 +244,7 @@ START_TEST(rows_on_ranks)
                       "Hint: TODO 1", rank, P, b, e, begin, end);
 
         /* y, whole, on every rank. */
-        harness_read_doubles(out, "y", rank, y, M);
+        read_guarded(out, "y", rank, y, M, "TODO 4");
         comparison_t c = compare_bitwise(expected, y, M);
         if (!comparison_ok(&c)) {
             char text[512];
@@ -240,6 +287,8 @@ START_TEST(rows_on_ranks)
     matrix_free(expected);
     matrix_free(bound);
     matrix_free(y);
+    matrix_free(x);
+    matrix_free(x_got);
     run_result_free(&r);
     harness_remove_out_dir(out);
 }
@@ -260,10 +309,11 @@ START_TEST(columns_on_ranks)
     harness_expect_success(&r, what);
 
     double *expected = vector_alloc(M, "y"), *bound = vector_alloc(M, "b");
-    double *y = vector_alloc(M, "y from a rank");
+    double *y = vector_alloc(M + 1, "y from a rank");
     serial_y(M, N, expected, bound);
     for (int rank = 0; rank < P; rank++) {
         char *report = harness_read_report(out, rank);
+        expect_requests_completed(report, rank, "TODO 6");
         size_t begin, end, row_begin, row_end;
         block_range(N, (size_t)P, (size_t)rank, &begin, &end);
         block_range(M, (size_t)P, (size_t)rank, &row_begin, &row_end);
@@ -276,7 +326,7 @@ START_TEST(columns_on_ranks)
                       "its columns take at most M*ceil(N/P)*8 = %llu. Hint: "
                       "TODO 5: only this rank's columns", rank, held, share);
 
-        harness_read_doubles(out, "y", rank, y, own);
+        read_guarded(out, "y", rank, y, own, "TODO 6");
         comparison_t c = compare_within(&expected[row_begin], y,
                                         &bound[row_begin], own);
         if (!comparison_ok(&c)) {

@@ -17,16 +17,19 @@ void my_shard(long step, size_t local_batch, int ranks, int rank,
 {
     /* TODO 1 start: step s's global batch is the ranks * local_batch
      * samples after those of step s-1, starting at sample 0; this rank's
-     * local_batch of them come after those of the ranks before it. Sample
-     * numbers wrap around at dataset_size. */
+     * local_batch of them come after those of the ranks before it. Every
+     * sample number wraps around at dataset_size: a shard may cross the
+     * end of the data set partway through. */
     NOT_DONE();
     /* TODO 1 end */
 }
 
 void average_gradients(float *grads, size_t count, MPI_Comm comm)
 {
-    /* TODO 2 start: every rank has its own gradients; afterwards every
-     * rank holds their average. One collective call, then the division. */
+    /* TODO 2 start: every rank of comm has its own gradients; afterwards
+     * every rank holds their average over comm. One collective call on
+     * comm, then the division by P, its size (or the division first: both
+     * orders round within the same bound). */
     NOT_DONE();
     /* TODO 2 end */
 }
@@ -41,7 +44,10 @@ void ring_allreduce(float *data, size_t count, MPI_Comm comm)
      *   chunk (rank - s) into its place.
      * Chunk c is items block_range(count, P, c) (common/partition.h); all
      * indices mod P. Each step is one MPI_Sendrecv: a rank that sends first
-     * and receives afterwards waits forever once messages are large. */
+     * and receives afterwards waits forever once messages are large.
+     * P and rank are comm's (the tests pass one that is not
+     * MPI_COMM_WORLD), and what you allocate you free before returning,
+     * or keep for the next call. */
     NOT_DONE();
     /* TODO 3 end */
 }
@@ -57,8 +63,9 @@ void start_layer_average(overlap_state *state, float *slice, size_t count)
 
 void finish_averages(overlap_state *state)
 {
-    /* TODO 4 start: wait for every sum started, then make each an
-     * average, and be ready for the next step. */
+    /* TODO 4 start: complete every sum started (each request, not only
+     * the last), then make each an average, and be ready for the next
+     * step. */
     NOT_DONE();
     /* TODO 4 end */
 }

@@ -5,13 +5,21 @@
  * test can compute the exact sum by itself.
  *
  *   mpirun -np 4 build/student/05-data-parallel/ring_check --counts 0,1,3,1003
+ *
+ * With --split, your code gets a communicator that is not MPI_COMM_WORLD:
+ * rank 0 alone, and ranks 1 to P-1 together in reverse order (world rank
+ * P-1 is rank 0 of that communicator). Code that uses MPI_COMM_WORLD, or a
+ * world rank where it needs its rank in the communicator, shows. With
+ * --repeat N, the last length runs N more times, and the report says how
+ * much the process's memory grew over those calls (a leak grows it at
+ * every call).
  * You do not need to change this file. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <mpi.h>
 
@@ -27,6 +35,19 @@
 #include "timer.h"
 
 enum { MAX_COUNTS = 32 };
+
+/* The float after the data: no sum of ring_data.h's values comes near it,
+ * so your code writing past the end shows. */
+static const float guard = 12345.0f;
+
+typedef struct {
+    bool ring;          /* else the average (TODO 2) */
+    uint64_t seed;
+    int rank;           /* in MPI_COMM_WORLD: the data is made from it */
+    MPI_Comm comm;      /* what your code is given */
+    const char *out;
+    FILE *report;
+} check_config;
 
 /* "0,1,3,1003" into counts; the number of them, or -1 if malformed. */
 static int parse_counts(const char *text, size_t counts[MAX_COUNTS])
@@ -51,14 +72,9 @@ static int parse_counts(const char *text, size_t counts[MAX_COUNTS])
     return n;
 }
 
-/* One call of the student's code on `count` fresh floats; the report for
- * that length goes to OUT/rank-R.txt as "count N ..." lines and to
- * OUT/result-N-rank-R.bin. */
-static void run_once(size_t count, int ring, uint64_t seed, int rank,
-                     const char *out, FILE *report)
+/* count floats and the guard after them, or every rank stops. */
+static float *guarded_data(size_t count, int rank)
 {
-    /* One float more than asked, never touched: writing past the end of
-     * the data shows as a changed guard. */
     float *data = (float *)ledger_alloc(MEMORY_VECTOR,
                                         (count + 1) * sizeof *data);
     if (data == NULL) {
@@ -66,92 +82,163 @@ static void run_once(size_t count, int ring, uint64_t seed, int rank,
                 rank, count);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    ring_data_fill(data, count, seed, rank);
-    const float guard = 12345.0f;
+    return data;
+}
+
+static void call_student(const check_config *c, float *data, size_t count)
+{
+    if (c->ring) {
+        steps_enter("TODO 3: ring_allreduce");
+        ring_allreduce(data, count, c->comm);
+    } else {
+        steps_enter("TODO 2: average_gradients");
+        average_gradients(data, count, c->comm);
+    }
+    steps_enter("report");
+}
+
+/* One call of the student's code on `count` fresh floats; the report for
+ * that length goes to OUT/rank-R.txt as a "count N ..." line and to
+ * OUT/result-N-rank-R.bin: the result and then the guard, as doubles. */
+static void run_once(const check_config *c, size_t count)
+{
+    float *data = guarded_data(count, c->rank);
+    ring_data_fill(data, count, c->seed, c->rank);
     data[count] = guard;
 
     comm_ledger_reset();
-    if (ring) {
-        steps_enter("TODO 3: ring_allreduce");
-        ring_allreduce(data, count, MPI_COMM_WORLD);
-    } else {
-        steps_enter("TODO 2: average_gradients");
-        average_gradients(data, count, MPI_COMM_WORLD);
-    }
-    steps_enter("report");
-    if (report != NULL) {
+    call_student(c, data, count);
+    if (c->report != NULL) {
         comm_counts all = comm_ledger_total();
         comm_counts ring_calls = comm_ledger_of("MPI_Sendrecv");
-        fprintf(report, "count %zu guard %s sendrecv_sent %llu "
-                "all_sent %llu all_received %llu\n", count,
-                data[count] == guard ? "intact" : "overwritten",
+        fprintf(c->report, "count %zu sendrecv_sent %llu all_sent %llu "
+                "all_received %llu requests_open %zu\n", count,
                 (unsigned long long)ring_calls.bytes_sent,
                 (unsigned long long)all.bytes_sent,
-                (unsigned long long)all.bytes_received);
+                (unsigned long long)all.bytes_received,
+                comm_ledger_open_requests(NULL));
         /* As doubles: every float converts exactly. */
-        double *copy = vector_alloc(count, "result");
-        for (size_t k = 0; k < count; k++)
+        double *copy = vector_alloc(count + 1, "result");
+        for (size_t k = 0; k <= count; k++)
             copy[k] = data[k];
         char name[64];
         snprintf(name, sizeof name, "result-%zu", count);
-        if (report_write_doubles(out, name, rank, copy, count) != 0)
+        if (report_write_doubles(c->out, name, c->rank, copy, count + 1) != 0)
             MPI_Abort(MPI_COMM_WORLD, 1);
         matrix_free(copy);
     }
     ledger_free(data);
 }
 
+/* `calls` more calls on `count` floats, after those of run_once: how much
+ * more memory the process holds after them than before, however your code
+ * allocated it (common/memory_ledger.h). Every call after the first needs
+ * no new memory: what it allocates it can free, or keep for the next. */
+static void run_repeated(const check_config *c, size_t count, int calls)
+{
+    float *data = guarded_data(count, c->rank);
+    size_t before = memory_ledger_heap_in_use();
+    for (int k = 0; k < calls; k++) {
+        ring_data_fill(data, count, c->seed, c->rank);
+        data[count] = guard;
+        call_student(c, data, count);
+    }
+    size_t after = memory_ledger_heap_in_use();
+    if (c->report != NULL)
+        fprintf(c->report, "repeat %d count %zu heap_growth %zu\n", calls,
+                count, after > before ? after - before : 0);
+    ledger_free(data);
+}
+
+/* Opens this rank's report now, before any work: a folder that does not
+ * exist, a file, or a place nothing may be written (/proc/self) is bad
+ * input, found at once by every rank. */
+static FILE *open_report_early(const char *out, int rank)
+{
+    if (out == NULL)
+        return NULL;
+    char path[4096];
+    FILE *report = NULL;
+    int problem = 0;
+    if (snprintf(path, sizeof path, "%s/rank-%d.txt", out, rank) >=
+        (int)sizeof path)
+        problem = ENAMETOOLONG;
+    else if ((report = fopen(path, "w")) == NULL)
+        problem = errno != 0 ? errno : EIO;
+    int worst = problem;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX,
+                            MPI_COMM_WORLD));
+    if (worst != 0) {
+        if (rank == 0)
+            fprintf(stderr, "ring_check: --out: cannot write to '%s': %s\n",
+                    out, strerror(problem != 0 ? problem : worst));
+        if (report != NULL)
+            fclose(report);
+        mpi_exit_all(2);
+    }
+    return report;
+}
+
 int main(int argc, char **argv)
 {
-    uint64_t seed = 5;
-    const char *counts_text = "1003", *mode = "ring", *out = NULL;
-    int rank, ranks;
+    check_config c = { .seed = 5 };
+    const char *counts_text = "1003", *mode = "ring";
+    bool split = false;
+    int ranks, repeat = 0;
     const cli_option options[] = {
         { "counts", CLI_STRING, &counts_text, "lengths to run, in floats, "
           "comma-separated", 0, 0 },
-        { "seed", CLI_SEED, &seed, "seed the data is generated from", 0, 0 },
+        { "seed", CLI_SEED, &c.seed, "seed the data is generated from", 0, 0 },
         { "mode", CLI_STRING, &mode, "ring (TODO 3) or average (TODO 2)",
           0, 0 },
-        { "out", CLI_STRING, &out, "folder for the report to the tests",
+        { "split", CLI_FLAG, &split, "give your code rank 0 alone and ranks "
+          "1..P-1 in reverse order, not MPI_COMM_WORLD", 0, 0 },
+        { "repeat", CLI_INT, &repeat, "then call it this many more times on "
+          "the last length, and report the memory growth", 0, 1000 },
+        { "out", CLI_STRING, &c.out, "folder for the report to the tests",
           0, 0 },
     };
     const cli_spec spec = { "ring_check", "lesson 05: your allreduce on "
                             "generated data, once per length", options,
                             sizeof options / sizeof options[0] };
 
-    mpi_start(&argc, &argv, &spec, &rank, &ranks);
+    mpi_start(&argc, &argv, &spec, &c.rank, &ranks);
     size_t counts[MAX_COUNTS];
     int how_many = parse_counts(counts_text, counts);
-    int ring = strcmp(mode, "ring") == 0;
+    c.ring = strcmp(mode, "ring") == 0;
     const char *problem = how_many <= 0 ? "--counts needs lengths like "
                                           "0,1,1003 (at most 32, each at "
                                           "most 2^28)"
-                          : !ring && strcmp(mode, "average") != 0
+                          : !c.ring && strcmp(mode, "average") != 0
                               ? "--mode must be ring or average"
-                          : out != NULL && access(out, W_OK) != 0
-                              ? "--out: cannot write to that folder"
                               : NULL;
     if (problem != NULL) {
-        if (rank == 0)
+        if (c.rank == 0)
             fprintf(stderr, "ring_check: %s\n", problem);
         mpi_exit_all(2);
     }
+    c.report = open_report_early(c.out, c.rank);
 
-    FILE *report = out != NULL ? report_open(out, rank) : NULL;
-    if (out != NULL && report == NULL)
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    if (report != NULL)
-        fprintf(report, "ranks %d\n", ranks);
+    c.comm = MPI_COMM_WORLD;
+    if (split)
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, c.rank == 0 ? 0 : 1,
+                                 ranks - c.rank, &c.comm));
+    if (c.report != NULL)
+        fprintf(c.report, "ranks %d\n", ranks);
     double start = timer_now();
     for (int k = 0; k < how_many; k++)
-        run_once(counts[k], ring, seed, rank, out, report);
-    if (report != NULL)
-        fclose(report);
-    if (rank == 0)
-        printf("ring_check: %s of %d length%s on %d rank%s in %.3f ms\n",
-               ring ? "ring allreduce" : "average", how_many,
+        run_once(&c, counts[k]);
+    if (repeat > 0)
+        run_repeated(&c, counts[how_many - 1], repeat);
+    if (c.report != NULL && fclose(c.report) != 0)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    if (c.rank == 0)
+        printf("ring_check: %s of %d length%s on %d rank%s%s in %.3f ms\n",
+               c.ring ? "ring allreduce" : "average", how_many,
                how_many == 1 ? "" : "s", ranks, ranks == 1 ? "" : "s",
-               1e3 * (timer_now() - start));
+               split ? " (split)" : "", 1e3 * (timer_now() - start));
+    if (split)
+        MPI_CHECK(MPI_Comm_free(&c.comm));
     MPI_CHECK(MPI_Finalize());
     return 0;
 }
