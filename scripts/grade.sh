@@ -224,6 +224,9 @@ for lesson in "${lessons[@]}"; do
     lesson_memory=$memory_kib
     [[ " ${ZZ_CUDA_LESSONS:-} " == *" $lesson "* ]] && lesson_memory=unlimited
     lesson_start=$SECONDS
+    # The lesson's temporary files go to a folder of its own, removed
+    # afterwards however its test program ended (even at the wall limit).
+    lesson_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zz-grade-XXXXXX") || exit 2
     # The runner sends its verdicts, one line a test as each ends, to
     # descriptor 3: a pipe into this script, which no program it runs holds.
     output=$( {
@@ -231,7 +234,7 @@ for lesson in "${lessons[@]}"; do
             ulimit -t "$cpu_seconds" -v "$lesson_memory" -f "$file_kib"
             [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
             exec timeout --kill-after=10 "$wall_seconds" \
-                env ZZ_BUILD_DIR="$root/$build_dir" "${sandbox_env[@]}" "$binary" \
+                env TMPDIR="$lesson_tmp" ZZ_BUILD_DIR="$root/$build_dir" "${sandbox_env[@]}" "$binary" \
                 --title "lesson $lesson" --mode student --results-fd 3 \
                 3>&1 > "$work/$lesson.log" 2>&1 < /dev/null
         )
@@ -239,6 +242,7 @@ for lesson in "${lessons[@]}"; do
     } )
     status=${output##*ended }
     verdicts[$lesson]=${output%ended*}
+    rm -rf "$lesson_tmp"
     seconds=$((SECONDS - lesson_start))
     case "$status" in
         0|1) ;;
