@@ -1,24 +1,84 @@
 # zero-to-zero: from a serial y = Ax to ZeRO-Offload, one lesson at a time.
 # `make` lists the targets. All output goes under build/.
+#
+# This file, top to bottom:
+#   1. tools and flags (set any of them on the command line: make CC=clang)
+#   2. what there is: the lessons, each described by its own
+#      lessons/NN-*/lesson.mk (a new lesson needs no change here), and
+#      solutions/ (a student release has none)
+#   3. the builds, one folder each under build/: where each takes its files
+#      from, and its flags
+#   4. how any C file is compiled and any program linked
+#   5. the shared library and the tests' objects, in each build
+#   6. each lesson's programs, producer and judge, in each build
+#   7. the library's own tests, the grader's tool, the benchmarks
+#   8. the targets you type
 
 .DEFAULT_GOAL := help
 SHELL := /bin/bash
 .DELETE_ON_ERROR:
 
-# ---- Tools and flags (override any of them: make CC=clang) ---------------
-CC       ?= cc
-MPICC    ?= mpicc
-NVCC     ?= nvcc
+# ---- 1. Tools and flags ------------------------------------------------------
+CC         ?= cc
+NVCC       ?= nvcc
 PKG_CONFIG ?= pkg-config
+# make test-clang builds and tests everything again with this compiler.
+CLANG      ?= clang
+
+# Every C file, whatever the compiler: C11, and a*b+c never fused into one
+# multiply-add behind the code's back (clang fuses by default, gcc in C11
+# mode does not), so that results that must be bitwise equal stay so.
+LANG_FLAGS := -std=c11 -ffp-contract=off
 # -march=native: the kernels are meant to use this machine's vector unit.
-ARCH_FLAGS ?= $(if $(filter arm64 aarch64,$(shell uname -m)),-mcpu=native,-march=native)
+MACHINE    := $(shell uname -m)
+ARCH_FLAGS ?= $(if $(filter arm64 aarch64,$(MACHINE)),-mcpu=native,-march=native)
 OPT_FLAGS  ?= -O3 $(ARCH_FLAGS)
 # WERROR=1 (as CI sets) turns every warning into an error.
-WARN_FLAGS ?= -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes $(if $(WERROR),-Werror)
-CFLAGS   ?=
-LDFLAGS  ?=
+WARN_FLAGS ?= -Wall -Wextra -Wshadow -Wstrict-prototypes $(if $(WERROR),-Werror)
+CFLAGS     ?=
+LDFLAGS    ?=
 OPENMP_FLAGS ?= -fopenmp
 SANITIZE_FLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+# MPI: one library's compiler wrapper with that library's own launcher
+# (another MPI's launcher starts every rank alone, in a world of 1).
+# MPI=openmpi, the default, or MPI=mpich (where Debian has both installed,
+# by MPICH's own names, mpicc.mpich and mpiexec.mpich). Or set MPICC,
+# MPIRUN and MPIRUN_TIMEOUT_FLAG yourself. Whichever: make checks that the
+# two belong together before it runs anything (build/mpi-launcher.ok).
+MPI ?= openmpi
+ifeq ($(MPI),openmpi)
+MPICC  ?= mpicc
+# More ranks than cores need --oversubscribe; Open MPI refuses to run as
+# root unless told twice.
+ROOT_ENV := $(if $(filter 0,$(shell id -u)),env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+MPIRUN ?= $(ROOT_ENV) mpirun --oversubscribe
+# mpirun's own time limit flag, used by the test harness (empty: none).
+MPIRUN_TIMEOUT_FLAG ?= --timeout
+else ifeq ($(MPI),mpich)
+MPICH_SUFFIX := $(if $(shell command -v mpicc.mpich),.mpich)
+MPICC  ?= mpicc$(MPICH_SUFFIX)
+# MPICH's launcher oversubscribes by itself, and takes a time limit only
+# from its environment (MPIEXEC_TIMEOUT): the harness's own limit applies.
+MPIRUN ?= mpiexec$(MPICH_SUFFIX)
+MPIRUN_TIMEOUT_FLAG ?=
+# MPICH's MPI_STATUSES_IGNORE is the address 1, which gcc takes for an
+# array of no room and warns about in every correct call such as
+# MPI_Waitall(n, requests, MPI_STATUSES_IGNORE) (MPICH will not change it:
+# pmodels/mpich#5687). Off for the files mpicc compiles, where gcc knows
+# the warning (clang neither has nor gives it).
+MPI_WARNINGS := $(shell $(CC) -Werror -Wno-stringop-overflow -fsyntax-only -x c /dev/null 2>/dev/null && echo -Wno-stringop-overflow)
+else
+$(error MPI=$(MPI): say MPI=openmpi (the default) or MPI=mpich, or set MPICC and MPIRUN)
+endif
+# The MPI wrapper compiles and links with $(CC), as every other file is:
+# one compiler for every object of a program (clang's OpenMP runtime is not
+# gcc's).
+export OMPI_CC = $(CC)
+export MPICH_CC = $(CC)
+MPI_COMPILER = $(MPICC) $(MPI_WARNINGS)
+export ZZ_MPIRUN := $(MPIRUN)
+export ZZ_MPIRUN_TIMEOUT_FLAG := $(MPIRUN_TIMEOUT_FLAG)
 
 # CUDA is optional: lessons with CUDA sources build whenever $(NVCC) is found
 # (for sm_90, plus PTX for compute_75, the oldest this toolkit targets, which
@@ -28,10 +88,11 @@ SANITIZE_FLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -f
 HAVE_NVCC  := $(shell command -v $(NVCC) 2>/dev/null)
 CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(HAVE_NVCC)))
 CUDA_ARCH_FLAGS ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
-NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH_FLAGS) -Xcompiler -Wall,-Wextra$(if $(WERROR),$(comma)-Werror) $(if $(WERROR),-Werror all-warnings)
-CUDA_CFLAGS := -I$(CUDA_HOME)/include
-CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 comma := ,
+space := $() $()
+NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH_FLAGS) -Xcompiler -Wall,-Wextra$(if $(WERROR),$(comma)-Werror) $(if $(WERROR),-Werror all-warnings)
+CUDA_CFLAGS := $(if $(HAVE_NVCC),-I$(CUDA_HOME)/include)
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
@@ -39,44 +100,25 @@ BLAS_PC      ?= openblas
 BLAS_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(BLAS_PC) 2>/dev/null)
 BLAS_LIBS    := $(shell $(PKG_CONFIG) --libs $(BLAS_PC) 2>/dev/null)
 
-# How MPI programs are launched: everywhere, through this one variable.
-# On one machine more ranks than cores need --oversubscribe; Open MPI refuses
-# to run as root unless told twice. For MPICH: make MPIRUN=mpiexec MPIRUN_TIMEOUT_FLAG=
-ROOT_ENV := $(if $(filter 0,$(shell id -u)),env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
-MPIRUN   ?= $(ROOT_ENV) mpirun --oversubscribe
-# mpirun's own time limit flag, used by the test harness (empty: none).
-MPIRUN_TIMEOUT_FLAG ?= --timeout
-
-export ZZ_MPIRUN := $(MPIRUN)
-export ZZ_MPIRUN_TIMEOUT_FLAG := $(MPIRUN_TIMEOUT_FLAG)
-
-# ---- What there is ----------------------------------------------------------
+# ---- 2. What there is ------------------------------------------------------------
+# Each lessons/NN-name/lesson.mk says what to build (lessons/01-*/lesson.mk
+# explains each variable).
 LESSONS := $(sort $(notdir $(patsubst %/lesson.mk,%,$(wildcard lessons/*/lesson.mk))))
 include $(foreach lesson,$(LESSONS),lessons/$(lesson)/lesson.mk)
+$(foreach lesson,$(LESSONS),$(if $($(lesson)_TITLE),,$(error lessons/$(lesson)/lesson.mk must set $(lesson)_TITLE (LESSON := $(lesson) first))))
 # Lessons with CUDA sources (lesson.mk's CUDA list) need nvcc to build.
 CUDA_LESSONS  := $(foreach lesson,$(LESSONS),$(if $($(lesson)_CUDA),$(lesson)))
 BUILT_LESSONS := $(if $(HAVE_NVCC),$(LESSONS),$(filter-out $(CUDA_LESSONS),$(LESSONS)))
+# A student release (make student-release) has no solutions/.
+HAVE_SOLUTIONS := $(wildcard solutions)
 
-# The shared library; not_done.o and the MPI parts are linked explicitly
-# (tests replace not_done.o with the harness's version; the communication
-# ledger must be linked as an object for its MPI_* definitions to win).
+# The shared library. not_done.o and the MPI parts are linked as objects:
+# the tests replace not_done.o with the harness's version, and the
+# communication ledger's MPI_* definitions must win over the MPI library's.
 COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c
-COMMON_MPI_OBJS = $(patsubst common/%.c,build/$(SHARED_$(1))/common/%.o,$(COMMON_MPI_SOURCES))
 COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c,$(wildcard common/*.c))
 HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
-
-# Variants: student (lessons/ alone: the skeletons, or the student's work),
-# solution (edited files from solutions/, the rest from lessons/), sanitize
-# (the solution under AddressSanitizer and UndefinedBehaviorSanitizer).
-VARIANTS := student solution sanitize
-# Where a variant takes the shared library and the compiled tests from: its
-# own build, except for grading builds (below), which share the solution's.
-$(foreach variant,$(VARIANTS),$(eval SHARED_$(variant) := $(variant)))
-# A skeleton is unfinished on purpose: its parameters and variables wait for
-# the student's code, so "unused" is not a warning there.
-student_FLAGS  := $(OPT_FLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unused-function
-solution_FLAGS := $(OPT_FLAGS)
-sanitize_FLAGS := $(SANITIZE_FLAGS)
+COMMON_TESTS   := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
 
 # For scripts: the lessons, and each lesson's edited files as LESSON/FILE.
 export ZZ_LESSONS := $(LESSONS)
@@ -90,193 +132,306 @@ export ZZ_EDITED := $(foreach lesson,$(LESSONS),$(addprefix $(lesson)/,$($(lesso
 lesson_of = $(firstword $(filter $(if $(filter 0 1 2 3 4 5 6 7 8 9,$(1)),0$(1),$(1))%,$(LESSONS)))
 LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
 
-# ---- Rules for one variant ------------------------------------------------
-# $(1): variant
-define variant_rules
-build/$(1)/common/%.o: common/%.c
-	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $$(EXTRA_FLAGS) -Icommon -MMD -MP -c $$< -o $$@
-build/$(1)/tests/%.o: tests/%.c
-	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) -Wno-unused-parameter $$(OPENMP_FLAGS) $$(EXTRA_FLAGS) $$(CHECK_CFLAGS) -Icommon -Itests/harness -Ilessons/$$(patsubst test_%,%,$$(notdir $$*)) -MMD -MP -c $$< -o $$@
-build/$(1)/common/libcommon.a: $$(patsubst common/%.c,build/$(1)/common/%.o,$$(COMMON_SOURCES))
-	$$(AR) rcs $$@ $$^
-build/$(1)/common/check_mpi.o build/$(1)/common/comm_ledger.o: COMPILER = $$(MPICC)
-build/$(1)/common/check_cuda.o: EXTRA_FLAGS = $$(CUDA_CFLAGS)
-endef
+# ---- 3. The builds -----------------------------------------------------------
+# Each build ("variant") has its own folder, build/VARIANT/:
+#   student    lessons/ alone: the skeletons, or the student's work
+#   solution   the edited files from solutions/, everything else from lessons/
+#   sanitize   the solution under AddressSanitizer and UBSan
+#   graded/ID  a submission being graded (scripts/grade.sh): its edited files
+#              from GRADE_SRC/LESSON/, everything else from lessons/
+# and for each, these variables:
+#   VARIANT_SOURCES   the folders its lesson files come from; the first that
+#                     has a file wins
+#   VARIANT_FLAGS     optimisation or sanitizer flags
+#   VARIANT_WARNINGS  warning flags
+#   VARIANT_LIBRARY   the build whose shared library and compiled tests it links
+#   VARIANT_CHECKED   set: scripts/check-submission.sh checks its edited files
+#                     before anything links them
+# A student release has the student build alone.
+OWN_VARIANTS := student $(if $(HAVE_SOLUTIONS),solution sanitize)
 
-# Lesson sources: a solution build looks in solutions/ first.
-define lesson_source_rules
-build/$(1)/%.o: $(2)/%.c
-	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$($(1)_FLAGS) $$(WARN_FLAGS) $$(EXTRA_FLAGS) -Icommon -Ilessons/$$(*D) -MMD -MP -c $$< -o $$@
-build/$(1)/%.o: $(2)/%.cu
-	@mkdir -p $$(@D)
-	$$(NVCC) $$(NVCC_FLAGS) -Icommon -Ilessons/$$(*D) -MMD -MP -c $$< -o $$@
-endef
+# A skeleton is unfinished on purpose: its parameters and variables wait for
+# the student's code, so "unused" is not a warning there. (After WARN_FLAGS:
+# for clang, unlike gcc, a later -Wextra turns them back on.)
+SKELETON_WARNINGS := -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unused-function
 
-# The checks on the files a student edits (scripts/check-submission.sh):
-# nothing links them before they pass. Not for the sanitizer's build (its
-# instrumentation calls are not a student's), which compiles the solutions.
-EDITED_OBJS = $(patsubst %.cu,%.o,$(patsubst %.c,%.o,$($(1)_EDITED)))
-# GRADE_SYMBOL_CHECK=0 turns the check off for a grading build only: make
-# test does so to prove that the sandbox alone stops what the check stops.
-SUBMISSION_CHECK = $(if $(filter sanitize,$(1)),,$(if $(and $(filter graded/%,$(1)),$(filter 0,$(GRADE_SYMBOL_CHECK))),,build/$(1)/$(2)/submission.ok))
-define submission_check_rules
-build/$(1)/$(2)/submission.ok: $(addprefix build/$(1)/$(2)/,$(call EDITED_OBJS,$(2))) build/$(SHARED_$(1))/common/libcommon.a scripts/check-submission.sh tests/symbols/all.txt $(wildcard tests/symbols/$(2).txt)
-	@scripts/check-submission.sh $(2) build/$(SHARED_$(1))/common/libcommon.a $$(filter %.o,$$^)
-	@touch $$@
-endef
-
-# $(1): variant, $(2): lesson, $(3): program
-define program_rules
-build/$(1)/$(2)/$(3): $(call SUBMISSION_CHECK,$(1),$(2)) $(addprefix build/$(1)/$(2)/,$($(2)_$(3)_OBJS)) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o $(if $(filter $($(2)_$(3)_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o)
-	$$(if $$(filter $$($(2)_$(3)_OBJS),$$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o,$$^) build/$(SHARED_$(1))/common/libcommon.a $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
-endef
-
-# $(1): variant, $(2): lesson
-define lesson_rules
-$(foreach source,$($(2)_MPI),build/$(1)/$(2)/$(source:.c=.o)): COMPILER = $$(MPICC)
-$(foreach source,$($(2)_OPENMP),build/$(1)/$(2)/$(source:.c=.o)): EXTRA_FLAGS = $$(OPENMP_FLAGS)
-# A lesson with CUDA: its host code and tests see the CUDA runtime's headers.
-$(if $($(2)_CUDA),build/$(1)/$(2)/%.o build/$(SHARED_$(1))/tests/test_$(2).o: EXTRA_FLAGS += $$(CUDA_CFLAGS))
-# A lesson with MPI has headers that include mpi.h: its tests need mpicc too.
-$(if $($(2)_MPI),build/$(SHARED_$(1))/tests/test_$(2).o: COMPILER = $$(MPICC))
-$(if $(call SUBMISSION_CHECK,$(1),$(2)),$(eval $(call submission_check_rules,$(1),$(2))))
-$(foreach program,$($(2)_PROGRAMS),$(eval $(call program_rules,$(1),$(2),$(program))))
-# The producer: the student's files (PRODUCER_OBJS) with the given code that
-# runs them on the tests' inputs (tests/producer/LESSON.c). The judge (the
-# test program) links no lesson object: it runs the producer.
-build/$(1)/$(2)/producer: $(call SUBMISSION_CHECK,$(1),$(2)) build/$(SHARED_$(1))/tests/producer/$(2).o build/$(SHARED_$(1))/tests/harness/producer.o $(addprefix build/$(1)/$(2)/,$($(2)_PRODUCER_OBJS)) $(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$(COMMON_MPI_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a build/$(SHARED_$(1))/common/not_done.o
-	@mkdir -p $$(@D)
-	$(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),$$(MPICC),$$(CC)) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
-$(if $(filter $($(2)_PRODUCER_OBJS),$($(2)_MPI:.c=.o)),build/$(SHARED_$(1))/tests/producer/$(2).o: COMPILER = $$(MPICC))
-$(if $($(2)_OPENMP),build/$(SHARED_$(1))/tests/producer/$(2).o: EXTRA_FLAGS += $$(OPENMP_FLAGS))
-$(if $($(2)_CUDA),build/$(SHARED_$(1))/tests/producer/$(2).o: EXTRA_FLAGS += $$(CUDA_CFLAGS))
-$(if $(and $($(2)_PRODUCER_OBJS),$(if $(wildcard tests/producer/$(2).c),,missing)),$(error lessons/$(2)/lesson.mk lists PRODUCER_OBJS but tests/producer/$(2).c does not exist: the tests run a student's code only through a producer))
-build/$(1)/tests/test_$(2): build/$(SHARED_$(1))/tests/test_$(2).o $(patsubst tests/%.c,build/$(SHARED_$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) $(addprefix build/$(SHARED_$(1))/tests/,$(HARNESS_OBJS)) $(if $($(2)_CUDA),build/$(SHARED_$(1))/common/check_cuda.o) build/$(SHARED_$(1))/common/libcommon.a | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) $(if $($(2)_PRODUCER_OBJS),producer))
-	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
-PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
-TESTS_$(1) += build/$(1)/tests/test_$(2)
-endef
+student_SOURCES   := lessons
+student_FLAGS     := $(OPT_FLAGS)
+student_WARNINGS  := $(WARN_FLAGS) $(SKELETON_WARNINGS)
+student_CHECKED   := yes
+solution_SOURCES  := solutions lessons
+solution_FLAGS    := $(OPT_FLAGS)
+solution_WARNINGS := $(WARN_FLAGS)
+solution_CHECKED  := yes
+# Not checked: the sanitizers' instrumentation calls are not a student's.
+sanitize_SOURCES  := solutions lessons
+sanitize_FLAGS    := $(SANITIZE_FLAGS)
+sanitize_WARNINGS := $(WARN_FLAGS)
+$(foreach variant,$(OWN_VARIANTS),$(eval $(variant)_LIBRARY := $(variant)))
 
 # Grading (scripts/grade.sh): a submission's edited files, copied into
 # $(GRADE_SRC)/LESSON/, built with this repository's given files, tests and
 # library, never the submission's; files it lacks come from lessons/. The
 # broken submissions in tests/fixtures/ are graded the same way by make test.
 # Warnings are not errors here: a student's unused variable costs nothing.
-# $(1): lesson
-define graded_rules
-build/$(GRADE_VARIANT)/$(1)/%.o: $(GRADE_SRC)/$(1)/%.c
-	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$(student_FLAGS) $$(filter-out -Werror,$$(WARN_FLAGS)) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
-build/$(GRADE_VARIANT)/$(1)/%.o: lessons/$(1)/%.c
-	@mkdir -p $$(@D)
-	$$(COMPILER) $$(CFLAGS) $$(student_FLAGS) $$(filter-out -Werror,$$(WARN_FLAGS)) $$(EXTRA_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
-build/$(GRADE_VARIANT)/$(1)/%.o: $(GRADE_SRC)/$(1)/%.cu
-	@mkdir -p $$(@D)
-	$$(NVCC) $$(NVCC_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
-build/$(GRADE_VARIANT)/$(1)/%.o: lessons/$(1)/%.cu
-	@mkdir -p $$(@D)
-	$$(NVCC) $$(NVCC_FLAGS) -Icommon -Ilessons/$(1) -MMD -MP -c $$< -o $$@
-endef
+# GRADE_SYMBOL_CHECK=0 turns the checks off for a grading build only: make
+# test does so to prove that the sandbox alone stops what they stop.
 GRADE_ID ?= default
 GRADE_VARIANT := graded/$(GRADE_ID)
-SHARED_$(GRADE_VARIANT) := solution
-$(GRADE_VARIANT)_FLAGS := $(student_FLAGS)
+$(GRADE_VARIANT)_SOURCES  := $(GRADE_SRC) lessons
+$(GRADE_VARIANT)_FLAGS    := $(OPT_FLAGS)
+$(GRADE_VARIANT)_WARNINGS := $(filter-out -Werror,$(student_WARNINGS))
+$(GRADE_VARIANT)_LIBRARY  := $(if $(HAVE_SOLUTIONS),solution,student)
+$(GRADE_VARIANT)_CHECKED  := $(if $(filter 0,$(GRADE_SYMBOL_CHECK)),,yes)
 
+VARIANTS := $(OWN_VARIANTS) $(if $(GRADE_SRC),$(GRADE_VARIANT))
+
+# ---- 4. Compiling and linking --------------------------------------------------
+# One command compiles every C file of every build. VARIANT (the build the
+# file is in) picks the build's flags; what a file needs beyond those is set
+# for that file in sections 5 and 6:
+#   COMPILER    $(CC), or $(MPICC) for a file that includes mpi.h
+#               (MPI_COMPILER: with MPI_WARNINGS)
+#   FILE_FLAGS  OpenMP's, CUDA's and Check's flags
+#   INCLUDES    the folders besides common/ that its #includes need
 COMPILER = $(CC)
-$(foreach variant,$(VARIANTS),$(eval $(call variant_rules,$(variant))))
-$(eval $(call lesson_source_rules,student,lessons))
-$(eval $(call lesson_source_rules,solution,solutions))
-$(eval $(call lesson_source_rules,solution,lessons))
-$(eval $(call lesson_source_rules,sanitize,solutions))
-$(eval $(call lesson_source_rules,sanitize,lessons))
-$(foreach variant,$(VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
-ifneq ($(GRADE_SRC),)
-$(foreach lesson,$(BUILT_LESSONS),$(eval $(call graded_rules,$(lesson))))
-$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_rules,$(GRADE_VARIANT),$(lesson))))
-endif
+COMPILE_C  = $(COMPILER) $(CFLAGS) $(LANG_FLAGS) $($(VARIANT)_FLAGS) $($(VARIANT)_WARNINGS) $(FILE_FLAGS) -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
+COMPILE_CU = $(NVCC) $(NVCC_FLAGS) -Xcompiler -ffp-contract=off -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
+$(foreach variant,$(VARIANTS),$(eval build/$(variant)/%: VARIANT := $(variant)))
 
-# The grader's own tools, built from this repository alone.
+# $(call compile_rules,OBJECT_FOLDER,SOURCE_FOLDER,VARIANT): each
+# OBJECT_FOLDER/X.o from SOURCE_FOLDER/X.c or X.cu.
+define compile_rules
+$(1)/%.o: $(2)/%.c build/$(3)/flags.txt
+	@mkdir -p $$(@D)
+	$$(COMPILE_C)
+$(1)/%.o: $(2)/%.cu build/$(3)/flags.txt
+	@mkdir -p $$(@D)
+	$$(COMPILE_CU)
+endef
+
+# $(call link_rule,PROGRAM,PREREQUISITES,LINKER,LIBRARIES): PROGRAM from the
+# objects and archives among PREREQUISITES, in their order. LINKER and
+# LIBRARIES name variables: CC or MPICC; CHECK_LIBS, CUDA_LIBS.
+define link_rule
+$(1): $(2)
+	@mkdir -p $$(@D)
+	$$($(strip $(3))) $$(CFLAGS) $$($$(VARIANT)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $(foreach library,$(4),$$($(library))) -lm -o $$@
+endef
+
+# Each build remembers the tools and flags it was made with, in
+# build/VARIANT/flags.txt, which everything in it depends on: make CC=clang,
+# MPI=mpich or WERROR=1 rebuilds what was built otherwise.
+build_config = $(CC) $(MPICC) $(NVCC) $(CFLAGS) $(LANG_FLAGS) $($(1)_FLAGS) $($(1)_WARNINGS) $(OPENMP_FLAGS) $(LDFLAGS) $(NVCC_FLAGS)
+shell_quote = '$(subst ','\'',$(1))'
+build/%/flags.txt: FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' $(call shell_quote,$(call build_config,$*)) | cmp -s - $@ || printf '%s\n' $(call shell_quote,$(call build_config,$*)) > $@
+FORCE:
+# Named here, or make would delete them as intermediate files.
+$(foreach variant,$(VARIANTS),build/$(variant)/flags.txt):
+
+# A lesson's files, in each build, from the first of its SOURCES that has them.
+$(foreach variant,$(VARIANTS),$(foreach folder,$($(variant)_SOURCES),$(eval $(call compile_rules,build/$(variant),$(folder),$(variant)))))
+
+# ---- 5. The shared library and the tests' objects ------------------------------
+# Built in each build of its own (a grading build links its LIBRARY's).
+# The library is compiled with OpenMP (the progress line, the CPU device);
+# its MPI parts by mpicc; check_cuda.c with CUDA's headers. The tests see
+# Check's headers and the harness's; Check's START_TEST gives each test a
+# parameter it need not use.
+common_mpi_objects = $(patsubst common/%.c,build/$(1)/common/%.o,$(COMMON_MPI_SOURCES))
+define library_rules
+$(call compile_rules,build/$(1)/common,common,$(1))
+$(call compile_rules,build/$(1)/tests,tests,$(1))
+build/$(1)/common/libcommon.a: $(patsubst common/%.c,build/$(1)/common/%.o,$(COMMON_SOURCES))
+	rm -f $$@
+	$$(AR) rcs $$@ $$^
+build/$(1)/common/%.o: FILE_FLAGS = $$(OPENMP_FLAGS)
+$(call common_mpi_objects,$(1)): COMPILER = $$(MPI_COMPILER)
+build/$(1)/common/check_cuda.o: FILE_FLAGS += $$(CUDA_CFLAGS)
+build/$(1)/tests/%.o: FILE_FLAGS = $$(OPENMP_FLAGS) $$(CHECK_CFLAGS) -Wno-unused-parameter
+build/$(1)/tests/%.o: INCLUDES = -Itests/harness
+endef
+$(foreach variant,$(OWN_VARIANTS),$(eval $(call library_rules,$(variant))))
+
+# ---- 6. Each lesson, in each build --------------------------------------------
+# A lesson's objects from its source names; those among OBJECTS that use MPI.
+objects = $(patsubst %.cu,%.o,$(patsubst %.c,%.o,$(1)))
+uses_mpi = $(filter $(2),$(call objects,$($(1)_MPI)))
+submission_stamp = $(if $($(1)_CHECKED),build/$(1)/$(2)/submission.ok)
+library_dir = build/$($(1)_LIBRARY)
+
+# Everything of build/VARIANT/ that a grading build links: built once before
+# gradings run side by side (make grade-all), which would otherwise all build
+# it at once.
+library_parts = $(addprefix build/$(1)/,common/libcommon.a common/not_done.o \
+    $(patsubst %.c,%.o,$(COMMON_MPI_SOURCES)) $(if $(filter $(CUDA_LESSONS),$(BUILT_LESSONS)),common/check_cuda.o) \
+    $(addprefix tests/,$(HARNESS_OBJS) harness/producer.o) \
+    $(foreach lesson,$(BUILT_LESSONS),tests/test_$(lesson).o $(if $($(lesson)_PRODUCER_OBJS),tests/producer/$(lesson).o)) \
+    $(patsubst %.c,%.o,$(wildcard tests/hidden/test_*.c)))
+
+# $(call lesson_link,VARIANT,LESSON,PROGRAM,OBJECTS,FIRST): a program of the
+# lesson's OBJECTS (after FIRST, objects from elsewhere), linked with what
+# they need: the shared library, not_done.o, MPI's and CUDA's parts, and
+# mpicc when one of them uses MPI. Nothing is linked before the checks on
+# the student's files pass.
+lesson_link = $(eval $(call link_rule,build/$(1)/$(2)/$(3),\
+    $(call submission_stamp,$(1),$(2)) $(5) $(addprefix build/$(1)/$(2)/,$(4)) \
+    $(if $(call uses_mpi,$(2),$(4)),$(call common_mpi_objects,$($(1)_LIBRARY))) \
+    $(if $($(2)_CUDA),$(call library_dir,$(1))/common/check_cuda.o) \
+    $(call library_dir,$(1))/common/not_done.o $(call library_dir,$(1))/common/libcommon.a,\
+    $(if $(call uses_mpi,$(2),$(4)),MPICC,CC),$(if $($(2)_CUDA),CUDA_LIBS)))
+
+# The producer: the student's code the tests run (PRODUCER_OBJS), with the
+# given code that runs it on the tests' inputs (tests/producer/LESSON.c).
+lesson_producer = $(if $($(2)_PRODUCER_OBJS),$(call lesson_link,$(1),$(2),producer,\
+    $($(2)_PRODUCER_OBJS),\
+    $(call library_dir,$(1))/tests/producer/$(2).o $(call library_dir,$(1))/tests/harness/producer.o))
+
+# The judge (the lesson's test program, with the instructor's hidden tests
+# when there are some) links no lesson object: it runs the lesson's
+# programs and its producer.
+lesson_judge = $(eval $(call link_rule,build/$(1)/tests/test_$(2),\
+    $(call library_dir,$(1))/tests/test_$(2).o \
+    $(patsubst tests/%.c,$(call library_dir,$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) \
+    $(addprefix $(call library_dir,$(1))/tests/,$(HARNESS_OBJS)) \
+    $(if $($(2)_CUDA),$(call library_dir,$(1))/common/check_cuda.o) \
+    $(call library_dir,$(1))/common/libcommon.a \
+    | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) $(if $($(2)_PRODUCER_OBJS),producer)),\
+    CC,CHECK_LIBS $(if $($(2)_CUDA),CUDA_LIBS)))
+
+# $(1): variant, $(2): lesson
+define lesson_rules
+# Its files: its folder's headers, and what lesson.mk asks for each.
+build/$(1)/$(2)/%.o: INCLUDES = -Ilessons/$(2)
+$(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_MPI))): COMPILER = $$(MPI_COMPILER)
+$(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_OPENMP))): FILE_FLAGS += $$(OPENMP_FLAGS)
+$(if $($(2)_CUDA),build/$(1)/$(2)/%.o: FILE_FLAGS += $$(CUDA_CFLAGS))
+$(if $($(1)_CHECKED),$(eval $(call submission_rules,$(1),$(2))))
+$(foreach program,$($(2)_PROGRAMS),$(call lesson_link,$(1),$(2),$(program),$($(2)_$(program)_OBJS)))
+$(call lesson_producer,$(1),$(2))
+$(call lesson_judge,$(1),$(2))
+PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
+TESTS_$(1) += build/$(1)/tests/test_$(2)
+endef
+
+# The checks on the files a student edits, compiled, before anything links
+# them. $(1): variant, $(2): lesson
+define submission_rules
+build/$(1)/$(2)/submission.ok: $(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_EDITED))) build/$($(1)_LIBRARY)/common/libcommon.a scripts/check-submission.sh tests/symbols/all.txt $(wildcard tests/symbols/$(2).txt)
+	@scripts/check-submission.sh $(2) build/$($(1)_LIBRARY)/common/libcommon.a $$(filter %.o,$$^)
+	@touch $$@
+endef
+
+# A lesson's test objects, in a build that compiles the tests: the lesson's
+# headers; mpicc where they include them with mpi.h, CUDA's headers.
+# $(1): variant, $(2): lesson
+define lesson_test_rules
+build/$(1)/tests/test_$(2).o build/$(1)/tests/hidden/test_$(2).o build/$(1)/tests/producer/$(2).o: INCLUDES += -Ilessons/$(2)
+$(if $($(2)_MPI),build/$(1)/tests/test_$(2).o build/$(1)/tests/hidden/test_$(2).o: COMPILER = $$(MPI_COMPILER))
+$(if $(call uses_mpi,$(2),$($(2)_PRODUCER_OBJS)),build/$(1)/tests/producer/$(2).o: COMPILER = $$(MPI_COMPILER))
+$(if $($(2)_CUDA),build/$(1)/tests/test_$(2).o build/$(1)/tests/producer/$(2).o: FILE_FLAGS += $$(CUDA_CFLAGS))
+$(if $(and $($(2)_PRODUCER_OBJS),$(if $(wildcard tests/producer/$(2).c),,missing)),$(error lessons/$(2)/lesson.mk lists PRODUCER_OBJS but tests/producer/$(2).c does not exist: the tests run a student's code only through a producer))
+endef
+
+$(foreach variant,$(VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
+$(foreach variant,$(OWN_VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_test_rules,$(variant),$(lesson)))))
+
+# ---- 7. The library's tests, the grader's tool, the benchmarks ----------------
+# The communication ledger's test program (an MPI program the tests launch),
+# and the library's unit tests, which run the given programs (after them).
+define library_test_rules
+$(call link_rule,build/$(1)/tests/common/ledger_probe,build/$(1)/tests/common/ledger_probe.o $(call common_mpi_objects,$(1)) build/$(1)/common/libcommon.a,MPICC,)
+build/$(1)/tests/common/ledger_probe.o: COMPILER = $$(MPI_COMPILER)
+PROGRAMS_$(1) += build/$(1)/tests/common/ledger_probe
+$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe,CC,CHECK_LIBS)))
+TESTS_$(1) += $(addprefix build/$(1)/tests/common/,$(COMMON_TESTS))
+endef
+$(foreach variant,$(filter solution sanitize,$(OWN_VARIANTS)),$(eval $(call library_test_rules,$(variant))))
+
+# Is $(MPIRUN) the launcher of the MPI that $(MPICC) builds with? A program
+# started on 2 ranks must see a world of 2: another MPI's launcher starts 2
+# programs of 1 rank each, and correct code then fails in ways that point
+# elsewhere. Checked once per launcher and wrapper, before anything runs
+# (make mpi-ready; not checked where tests/harness/mpi_world.c is missing).
+MPI_WORLD := $(if $(wildcard tests/harness/mpi_world.c),build/student/tests/harness/mpi_world)
+$(if $(MPI_WORLD),$(eval $(call link_rule,$(MPI_WORLD),$(MPI_WORLD).o,MPICC,)))
+$(if $(MPI_WORLD),$(eval $(MPI_WORLD).o: COMPILER = $$(MPI_COMPILER)))
+build/mpi-launcher.ok: $(MPI_WORLD) build/mpi-launcher.txt
+	@$(MPIRUN) -np 2 $(MPI_WORLD) 2 > build/mpi-launcher.log 2>&1 || { \
+	    echo "make: '$(MPIRUN) -np 2' did not start one program of 2 ranks: it is not the launcher of the MPI that $(MPICC) builds with (build/mpi-launcher.log). Use one MPI's pair: make MPI=openmpi (the default) or MPI=mpich, or set MPICC and MPIRUN." >&2; exit 2; }
+	@touch $@
+build/mpi-launcher.txt: FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' $(call shell_quote,$(MPICC) $(MPIRUN)) | cmp -s - $@ || printf '%s\n' $(call shell_quote,$(MPICC) $(MPIRUN)) > $@
+
+# The grader's own tool, built from this repository alone.
 build/grade-tool/grade: tests/harness/grade.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -O2 $(WARN_FLAGS) $< -o $@
-
-# The communication ledger's test program (an MPI program the tests launch).
-define probe_rules
-build/$(1)/tests/common/ledger_probe: build/$(1)/tests/common/ledger_probe.o $(COMMON_MPI_OBJS) build/$(1)/common/libcommon.a
-	$$(MPICC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$^ -o $$@
-build/$(1)/tests/common/ledger_probe.o: COMPILER = $$(MPICC)
-PROGRAMS_$(1) += build/$(1)/tests/common/ledger_probe
-endef
-$(foreach variant,solution sanitize,$(eval $(call probe_rules,$(variant))))
-
-# The shared library's own unit tests.
-COMMON_TESTS := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
-define common_test_rules
-build/$(1)/tests/common/$(2): build/$(1)/tests/common/$(2).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1))
-	$$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(CHECK_LIBS) -lm -o $$@
-TESTS_$(1) += build/$(1)/tests/common/$(2)
-endef
-$(foreach variant,solution sanitize,$(foreach test,$(COMMON_TESTS),$(eval $(call common_test_rules,$(variant),$(test)))))
-
+	$(CC) $(CFLAGS) $(LANG_FLAGS) -O2 $(WARN_FLAGS) $< -o $@
 
 # Benchmarks: bench/bench_NN.c times lesson NN's solution against baselines
 # (OpenBLAS, STREAM); it links the objects that lesson.mk lists in
-# NN-*_BENCH_OBJS, and MPI when NN-*_BENCH_MPI is set.
-# A benchmark of a lesson that is not built here (CUDA without nvcc) is not
-# built either; scripts/bench.sh reports it skipped.
-BENCHES := $(foreach bench,$(patsubst bench/%.c,%,$(wildcard bench/bench_*.c)),$(if $(filter $(call lesson_of,$(patsubst bench_%,%,$(bench))),$(BUILT_LESSONS)),build/bench/$(bench)))
+# NN-*_BENCH_OBJS, and MPI when NN-*_BENCH_MPI is set. A benchmark of a
+# lesson that is not built here (CUDA without nvcc) is not built either;
+# scripts/bench.sh reports it skipped.
+BENCHES := $(if $(HAVE_SOLUTIONS),$(foreach bench,$(patsubst bench/%.c,%,$(wildcard bench/bench_*.c)),$(if $(filter $(call lesson_of,$(patsubst bench_%,%,$(bench))),$(BUILT_LESSONS)),build/bench/$(bench))))
 # $(1): bench name (bench_01), $(2): lesson
 define bench_rules
-build/bench/$(1): bench/$(1).c $(addprefix build/solution/$(2)/,$($(2)_BENCH_OBJS)) build/solution/common/libcommon.a $(if $($(2)_BENCH_MPI),$(call COMMON_MPI_OBJS_OF,solution)) $(if $($(2)_CUDA),build/solution/common/check_cuda.o)
+build/bench/$(1): bench/$(1).c $(addprefix build/solution/$(2)/,$($(2)_BENCH_OBJS)) $(if $($(2)_BENCH_MPI),$(call common_mpi_objects,solution)) $(if $($(2)_CUDA),build/solution/common/check_cuda.o) build/solution/common/libcommon.a
 	@mkdir -p $$(@D)
-	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $$(BLAS_CFLAGS) $(if $($(2)_CUDA),$$(CUDA_CFLAGS)) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o,$$^) build/solution/common/libcommon.a $$(BLAS_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
+	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(LANG_FLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $$(BLAS_CFLAGS) $(if $($(2)_CUDA),$$(CUDA_CFLAGS)) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o %.a,$$^) $$(BLAS_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 endef
-COMMON_MPI_OBJS_OF = $(patsubst common/%.c,build/$(1)/common/%.o,$(COMMON_MPI_SOURCES))
 $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call lesson_of,$(patsubst bench_%,%,$(notdir $(bench)))))))
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# What each object was compiled from (the compiler's -MMD files).
+-include $(wildcard $(foreach variant,$(VARIANTS),build/$(variant)/*/*.d build/$(variant)/tests/*/*.d))
 
-# ---- Targets ------------------------------------------------------------------
-.PHONY: grade-fixture test-full help deps deps-ready all build-student build-solution build-sanitize demo test check watch student-release gradescope-zip print-edited grade grade-all progress bench slides clean
+# ---- 8. Targets ------------------------------------------------------------------
+.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich run-suites check watch tsan grade grade-all grade-fixture progress bench slides student-release gradescope-zip print-edited clean
+
+# Targets that need solutions/ (those make help lists, then the others): in
+# a student release each says so instead.
+SOLUTION_TARGETS := test test-full test-clang test-mpich bench
+SOLUTION_TARGETS += build-solution build-sanitize run-suites grade-fixture
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
 	@echo
-	@grep -hE '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 24
+	@grep -hE '^[a-z-]+:.*## ' Makefile $(if $(HAVE_SOLUTIONS),,| grep -vE '^($(subst $(space),|,$(strip $(SOLUTION_TARGETS)))):') | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 24
+	@$(if $(HAVE_SOLUTIONS),,echo "  (make $(subst $(space),$(comma) ,$(wordlist 1,5,$(SOLUTION_TARGETS))): the toolkit's own, need solutions/, which a student release leaves out)")
 	@echo
 	@echo "Lessons: $(LESSONS)"
-	@echo "Variables: CC MPICC NVCC CFLAGS OPT_FLAGS OPENMP_FLAGS MPIRUN BLAS_PC WERROR=1"
+	@echo "Variables: CC MPI=openmpi|mpich MPICC MPIRUN NVCC CFLAGS OPT_FLAGS OPENMP_FLAGS BLAS_PC WERROR=1"
 
 deps: ## install what the toolkit needs (MPI, Check, OpenBLAS, pkg-config)
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh $(DEPS_OPTIONS)
 
 # Installs only when something is missing, then lets a fresh make read the
 # flags that pkg-config now knows.
+DEPS_OPTIONS ?= $(if $(filter mpich,$(MPI)),--mpich)
 deps-ready:
-	@scripts/install-deps.sh --check >/dev/null 2>&1 || scripts/install-deps.sh
+	@scripts/install-deps.sh --check $(DEPS_OPTIONS) >/dev/null 2>&1 || scripts/install-deps.sh $(DEPS_OPTIONS)
+
+# Before running MPI programs: MPICC and MPIRUN belong to one MPI.
+mpi-ready: $(if $(MPI_WORLD),build/mpi-launcher.ok)
 
 build-student: $(PROGRAMS_student) $(TESTS_student)
-build-solution: $(PROGRAMS_solution) $(TESTS_solution)
-build-sanitize: $(TESTS_sanitize)
 
-all: ## build every lesson: your files and the solutions, with their tests
-	@$(MAKE) --no-print-directory build-student build-solution
+all: ## build every lesson's programs and tests (yours: build/student/)
+	@$(MAKE) --no-print-directory build-student $(if $(HAVE_SOLUTIONS),build-solution)
 
-demo: deps-ready ## build the solutions and run every lesson at its default size
-	@$(MAKE) --no-print-directory build-solution
+demo: deps-ready ## run every lesson's programs at their default sizes: one table
+ifneq ($(HAVE_SOLUTIONS),)
+	@$(MAKE) --no-print-directory build-solution mpi-ready
+	@echo "demo: the reference solutions (build/solution/)"
 	@scripts/demo.sh
-
-test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, sanitizers
-	@$(MAKE) -j2 --no-print-directory build-student build-solution build-sanitize build/grade-tool/grade
-	@tests/run-all.sh $(BUILT_LESSONS)
-
-test-full: deps-ready ## the slower suites: the attack fixtures (each defence of the grader, alone)
-	@$(MAKE) -j2 --no-print-directory build-student build-solution build-sanitize build/grade-tool/grade
-	@tests/run-all.sh --full $(BUILT_LESSONS)
+else
+	@$(MAKE) --no-print-directory build-student mpi-ready
+	@echo "demo: your own files (build/student/)"
+	@ZZ_BUILD_DIR=build/student scripts/demo.sh
+endif
 
 check: ## run one lesson's tests on your files: make check L=01
 	@test -n "$(L)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
@@ -285,21 +440,63 @@ check: ## run one lesson's tests on your files: make check L=01
 	    echo "lesson $(LESSON_DIR): [skip] every test: $(ZZ_UNBUILT_REASON) (nvcc on PATH, or make NVCC=/path/to/nvcc)"; \
 	else \
 	    mkdir -p build/check; rm -f build/check/$(LESSON_DIR).results build/check/$(LESSON_DIR).build.log; \
-	    if $(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR) 2> >(tee build/check/$(LESSON_DIR).build.log >&2); then \
+	    if $(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR) $(if $($(LESSON_DIR)_MPI),mpi-ready) 2> >(tee build/check/$(LESSON_DIR).build.log >&2); then \
 	        rm -f build/check/$(LESSON_DIR).build.log; \
 	        ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student --results build/check/$(LESSON_DIR).results; \
 	    else exit 2; fi; \
 	fi
 
+watch: ## run a lesson's checks again each time you save: make watch L=01
+	@test -n "$(LESSON_DIR)" || { echo "make watch: say which lesson, e.g. make watch L=01 (lessons: $(LESSONS))" >&2; exit 2; }
+	@scripts/watch.sh $(LESSON_DIR)
+
+tsan: ## look for data races in your OpenMP code with ThreadSanitizer: make tsan L=03
+	@test -n "$(LESSON_DIR)" || { echo "make tsan: say which lesson, e.g. make tsan L=03 (lessons: $(LESSONS))" >&2; exit 2; }
+	@$(MAKE) --no-print-directory deps-ready DEPS_OPTIONS="$(DEPS_OPTIONS) --clang"
+	@CLANG=$(CLANG) scripts/tsan.sh $(LESSON_DIR) --student
+
 grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree, SANDBOX=1
 	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make grade: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
+	@$(MAKE) -s --no-print-directory mpi-ready
 	@scripts/grade.sh $(if $(L),--lesson $(LESSON_DIR)) $(if $(SUBMISSION),--submission $(SUBMISSION)) $(if $(SANDBOX),--sandbox)
 
 # make -jN grade-all (or JOBS=N): N gradings at once.
 GRADE_JOBS = $(or $(JOBS),$(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))))
 grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at once): a CSV roster, a log each
 	@test -n "$(SUBMISSIONS)" || { echo "make grade-all: say where: make grade-all SUBMISSIONS=folder-of-submissions" >&2; exit 2; }
+	@$(MAKE) -s --no-print-directory mpi-ready $(call library_parts,$($(GRADE_VARIANT)_LIBRARY))
 	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(if $(SANDBOX),--sandbox)
+
+progress: ## one line per lesson and TODO, from your last make check and make grade
+	@$(MAKE) -s --no-print-directory build/grade-tool/grade
+	@scripts/progress.sh
+
+ifneq ($(HAVE_SOLUTIONS),)
+build-solution: $(PROGRAMS_solution) $(TESTS_solution)
+build-sanitize: $(TESTS_sanitize)
+
+test: deps-ready ## the toolkit's own tests: solutions pass, skeletons fail, broken submissions graded
+	@$(MAKE) -j2 --no-print-directory build-student build-solution build/grade-tool/grade mpi-ready
+	@tests/run-all.sh $(BUILT_LESSONS)
+
+test-full: deps-ready ## the slower suites: sanitizers, slow and attack fixtures (each defence alone)
+	@$(MAKE) -j2 --no-print-directory build-student build-solution build-sanitize build/grade-tool/grade mpi-ready
+	@tests/run-all.sh --full $(BUILT_LESSONS)
+
+# make test's solution and skeleton suites again, on the student's and the
+# solution's builds made with clang (its OpenMP runtime, its warnings, its
+# optimiser; the MPI wrapper uses it too) or with MPICH. The next make
+# without those settings rebuilds them as they were.
+# $(call suites_with,SETTINGS,INSTALL-DEPS OPTION,WHAT THE BUILDS ARE)
+suites_with = $(MAKE) --no-print-directory deps-ready DEPS_OPTIONS="$(2)" && \
+    $(MAKE) -j2 --no-print-directory $(1) build-student build-solution mpi-ready && \
+    $(MAKE) --no-print-directory $(1) run-suites SUITES_TITLE="$(3)"
+test-clang: ## make test's solution and skeleton suites, built with clang
+	@$(call suites_with,CC=$(CLANG),--clang,built with $(CLANG))
+test-mpich: ## make test's solution and skeleton suites, built with MPICH
+	@$(call suites_with,MPI=mpich,--mpich,built with MPICH)
+run-suites:
+	@scripts/test-suites.sh "$(SUITES_TITLE)" $(BUILT_LESSONS)
 
 # For maintainers: grade one broken submission as make test does, e.g.
 # make grade-fixture F=tests/fixtures/01-serial-matvec/segfault
@@ -307,9 +504,19 @@ grade-fixture:
 	@test -d "$(F)" || { echo "make grade-fixture: F=tests/fixtures/LESSON/NAME, a folder" >&2; exit 2; }
 	@scripts/grade-fixture.sh $(F)
 
-watch: ## run a lesson's checks again each time you save: make watch L=01
-	@test -n "$(LESSON_DIR)" || { echo "make watch: say which lesson, e.g. make watch L=01 (lessons: $(LESSONS))" >&2; exit 2; }
-	@scripts/watch.sh $(LESSON_DIR)
+bench: deps-ready ## time the solutions against OpenBLAS and STREAM, side by side
+	@$(MAKE) -j2 --no-print-directory $(BENCHES) $(PROGRAMS_solution) mpi-ready
+	@scripts/bench.sh
+else
+$(SOLUTION_TARGETS):
+	@echo "make $@: needs solutions/, which a student release leaves out (make check L=NN tests your files)" >&2; exit 2
+endif
+
+slides: ## render slides/*.md to self-contained HTML in build/slides (needs pandoc)
+	@scripts/slides.sh
+
+student-release: ## a tarball for students: no solutions, fixtures or hidden tests
+	@scripts/student-release.sh
 
 gradescope-zip: ## build/gradescope-autograder.zip: this repository with setup.sh and run_autograder
 	@mkdir -p build
@@ -318,20 +525,6 @@ gradescope-zip: ## build/gradescope-autograder.zip: this repository with setup.s
 
 print-edited:
 	@echo $(ZZ_EDITED)
-
-student-release: ## a tarball for students: no solutions, fixtures or hidden tests
-	@scripts/student-release.sh
-
-progress: ## one line per lesson and TODO, from your last make check and make grade
-	@$(MAKE) -s --no-print-directory build/grade-tool/grade
-	@scripts/progress.sh
-
-bench: deps-ready ## time the solutions against OpenBLAS and STREAM, side by side
-	@$(MAKE) -j2 --no-print-directory $(BENCHES) $(PROGRAMS_solution)
-	@scripts/bench.sh
-
-slides: ## render slides/*.md to self-contained HTML in build/slides (needs pandoc)
-	@scripts/slides.sh
 
 clean: ## remove build/
 	rm -rf build
