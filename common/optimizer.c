@@ -40,7 +40,7 @@ void adamw_step(const adamw_config *config, long step, float *params,
     const float correction1 = (float)(1.0 - pow((double)beta1, (double)step));
     const float correction2 = (float)(1.0 - pow((double)beta2, (double)step));
 
-    #pragma omp parallel for simd schedule(static) if (count >= PARALLEL_THRESHOLD)
+    #pragma omp parallel for schedule(static) if (count >= PARALLEL_THRESHOLD)
     for (size_t i = 0; i < count; i++) {
         float g = grads[i];
         m[i] = beta1 * m[i] + (1.0f - beta1) * g;

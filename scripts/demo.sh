@@ -4,7 +4,7 @@
 # key=value pairs; this script collects them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=build/solution
+build=${ZZ_BUILD_DIR:-build/solution}
 mpirun_cmd=${ZZ_MPIRUN:-mpirun}
 log=build/demo
 mkdir -p "$log"

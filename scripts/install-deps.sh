@@ -3,22 +3,30 @@
 # patch (the test suite's broken submissions are patches), binutils (the
 # grader reads compiled files with nm and objdump), bubblewrap on Linux (the
 # grader's sandbox, make grade SANDBOX=1) and a C compiler with OpenMP; with
-# --extras also gnuplot and pandoc (plots and slides). Debian/Ubuntu (apt-get), Fedora (dnf), macOS (Homebrew).
-# Safe to run again: it installs only what is missing. CUDA is optional and
-# never installed here.
+# --clang also clang with its OpenMP runtime (make test-clang, make
+# CC=clang); with --mpich also MPICH (make MPI=mpich); with --extras also
+# gnuplot and pandoc (plots and slides). Debian/Ubuntu (apt-get), Fedora
+# (dnf), macOS (Homebrew). Safe to run again: it installs only what is
+# missing. CUDA is optional and never installed here.
 #
 #   scripts/install-deps.sh            install what is missing
 #   scripts/install-deps.sh --check    only say what is missing (exit 1 if any)
+#   scripts/install-deps.sh --clang    also clang and its OpenMP runtime
+#   scripts/install-deps.sh --mpich    also MPICH, beside Open MPI
 #   scripts/install-deps.sh --extras   also gnuplot and pandoc
 set -euo pipefail
 
 check_only=false
 extras=false
+clang=false
+mpich=false
 for arg in "$@"; do
     case "$arg" in
         --check) check_only=true ;;
         --extras) extras=true ;;
-        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --clang) clang=true ;;
+        --mpich) mpich=true ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -39,6 +47,13 @@ if have pkg-config; then
 else
     missing+=(check openblas)
 fi
+# clang, and an OpenMP runtime it can link (a separate package).
+if $clang && ! { have clang && echo 'int main(void) { return 0; }' |
+        clang -fopenmp -x c - -o /dev/null 2>/dev/null; }; then
+    missing+=(clang)
+fi
+# MPICH beside Open MPI: every MPICH install has mpichversion.
+$mpich && ! have mpichversion && missing+=(mpich)
 if $extras; then
     have pandoc || missing+=(pandoc)
     have gnuplot || missing+=(gnuplot)
@@ -76,6 +91,8 @@ for need in "${missing[@]}"; do
         apt-get:mpi) packages+=(openmpi-bin libopenmpi-dev) ;;
         apt-get:check) packages+=(check libsubunit-dev) ;;
         apt-get:openblas) packages+=(libopenblas-dev) ;;
+        apt-get:clang) packages+=(clang libomp-dev) ;;
+        apt-get:mpich) packages+=(mpich libmpich-dev) ;;
         apt-get:pandoc) packages+=(pandoc) ;;
         apt-get:gnuplot) packages+=(gnuplot-nox) ;;
         dnf:compiler) packages+=(gcc) ;;
@@ -87,6 +104,8 @@ for need in "${missing[@]}"; do
         dnf:mpi) packages+=(openmpi openmpi-devel) ;;
         dnf:check) packages+=(check check-devel) ;;
         dnf:openblas) packages+=(openblas-devel) ;;
+        dnf:clang) packages+=(clang libomp-devel) ;;
+        dnf:mpich) packages+=(mpich mpich-devel) ;;
         dnf:pandoc) packages+=(pandoc) ;;
         dnf:gnuplot) packages+=(gnuplot) ;;
         brew:compiler) ;;  # Xcode's command line tools: xcode-select --install
@@ -97,11 +116,17 @@ for need in "${missing[@]}"; do
         brew:mpi) packages+=(open-mpi libomp) ;;
         brew:check) packages+=(check) ;;
         brew:openblas) packages+=(openblas) ;;
+        brew:clang) packages+=(libomp) ;;  # Xcode's clang, with Homebrew's libomp (README)
+        brew:mpich) echo "install-deps: Homebrew's mpich and open-mpi cannot be installed together: brew unlink open-mpi && brew install mpich" >&2 ;;
         brew:pandoc) packages+=(pandoc) ;;
         brew:gnuplot) packages+=(gnuplot) ;;
     esac
 done
 
+if [ ${#packages[@]} -eq 0 ]; then
+    echo "install-deps: nothing here that $manager can install; see above" >&2
+    exit 1
+fi
 case "$manager" in
     apt-get) command=(apt-get install -y --no-install-recommends "${packages[@]}") ;;
     dnf) command=(dnf install -y "${packages[@]}") ;;
@@ -135,5 +160,8 @@ fi
 
 if [ "$manager" = dnf ] && ! have mpicc; then
     echo "install-deps: on Fedora, Open MPI is a module: run 'module load mpi/openmpi-x86_64' (or add /usr/lib64/openmpi/bin to PATH)" >&2
+fi
+if [ "$manager" = dnf ] && $mpich && ! have mpichversion; then
+    echo "install-deps: on Fedora, MPICH is a module: run 'module load mpi/mpich-x86_64' (or add /usr/lib64/mpich/bin to PATH)" >&2
 fi
 echo "install-deps: done"

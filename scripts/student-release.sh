@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # make student-release: a tarball of the repository for students, as
-# committed (git archive HEAD), without what would give answers away:
+# committed (git archive HEAD), without what would give answers away or
+# cannot run without them:
 #   solutions/       the reference solutions
 #   tests/fixtures/  broken submissions, each a solution with one bug
 #   tests/hidden/    an instructor's hidden tests (see tests/hidden/README.md)
-# Writes build/zero-to-zero-student.tar.gz. In the student copy, make check,
-# make progress, make grade (of their own work) and make demo work; make test,
-# the toolkit's own suite, needs the solutions and is for instructors.
+#   .ci/             the toolkit's CI, which runs make test
+# Writes build/zero-to-zero-student.tar.gz. Without solutions/, the Makefile
+# has no solution build: make all, check, watch, progress, grade and demo
+# work on the student's own files (build/student/), and make test and the
+# other targets that need the solutions say so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! git rev-parse --verify -q HEAD >/dev/null; then
@@ -21,6 +24,6 @@ staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
 git archive --format=tar --prefix=zero-to-zero/ HEAD | tar -x -C "$staging"
 rm -rf "$staging/zero-to-zero/solutions" "$staging/zero-to-zero/tests/fixtures" \
-       "$staging/zero-to-zero/tests/hidden"
+       "$staging/zero-to-zero/tests/hidden" "$staging/zero-to-zero/.ci"
 tar -C "$staging" -czf build/zero-to-zero-student.tar.gz zero-to-zero
-echo "build/zero-to-zero-student.tar.gz: $(tar -tzf build/zero-to-zero-student.tar.gz | wc -l) entries, without solutions/, tests/fixtures/, tests/hidden/"
+echo "build/zero-to-zero-student.tar.gz: $(tar -tzf build/zero-to-zero-student.tar.gz | wc -l) entries, without solutions/, tests/fixtures/, tests/hidden/, .ci/"

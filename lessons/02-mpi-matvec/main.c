@@ -54,7 +54,7 @@ typedef struct {
                            columns: NULL */
     size_t y_offset, y_count;
     double compute_s, comm_s;  /* medians over the timed repetitions */
-} run_result;
+} split_run;
 
 /* The blocks of rows_of_rank must tile [0, total) in rank order: the rest
  * of the driver relies on it, so it is checked first, by every rank alike
@@ -135,7 +135,7 @@ static FILE *open_report_early(const run_config *c)
 /* Writes this rank's report: its blocks, the memory and communication
  * ledgers as they stand after your code ran, and the buffers your code
  * wrote, each with its guard: y, and x in the row split. */
-static void write_report(const run_config *c, const run_result *r,
+static void write_report(const run_config *c, const split_run *r,
                          size_t begin, size_t end)
 {
     if (c->report == NULL)
@@ -172,7 +172,7 @@ static size_t first_difference(const double *a, const double *b, size_t n)
  * order, the first thing wrong is named, with its TODO. Returns whether
  * all is right. */
 static bool check_rows(const run_config *c, const double *A,
-                       const double *my_y, const run_result *r, size_t begin,
+                       const double *my_y, const split_run *r, size_t begin,
                        size_t end)
 {
     const size_t n = c->n;
@@ -238,9 +238,9 @@ static bool check_rows(const run_config *c, const double *A,
 }
 
 /* The row split: TODO 1-4. */
-static run_result run_rows(const run_config *c)
+static split_run run_rows(const run_config *c)
 {
-    run_result r = { 0 };
+    split_run r = { 0 };
     size_t begin, end;
 
     steps_enter("TODO 1: rows_of_rank");
@@ -302,7 +302,7 @@ static run_result run_rows(const run_config *c)
 /* Checks the column split against rows of A and x made here from the seed.
  * Returns whether all is right; says the first thing wrong otherwise. */
 static bool check_columns(const run_config *c, const double *A,
-                          const run_result *r, size_t begin, size_t end)
+                          const split_run *r, size_t begin, size_t end)
 {
     const size_t width = end - begin;
     double *row = vector_alloc(c->n, "a row of A, made again");
@@ -349,9 +349,9 @@ static bool check_columns(const run_config *c, const double *A,
 }
 
 /* The column split: TODO 5-6. */
-static run_result run_columns(const run_config *c)
+static split_run run_columns(const run_config *c)
 {
-    run_result r = { 0 };
+    split_run r = { 0 };
     size_t begin, end, row_begin, row_end;
 
     steps_enter("TODO 1: rows_of_rank (over columns)");
@@ -441,7 +441,7 @@ int main(int argc, char **argv)
     c.report = open_report_early(&c);
 
     comm_ledger_reset();
-    run_result r = c.columns ? run_columns(&c) : run_rows(&c);
+    split_run r = c.columns ? run_columns(&c) : run_rows(&c);
 
     /* The slowest rank decides how long the product took. */
     double times[2] = { r.compute_s, r.comm_s };

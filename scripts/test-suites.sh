@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Every lesson's suites on the builds as they are: the shared library's unit
+# tests and each lesson's against the solution (all must pass), each
+# lesson's against the untouched skeleton (all must fail), as make test runs
+# them. make test-clang runs this after building with clang:
+#   scripts/test-suites.sh "WHAT THE BUILDS ARE" LESSON...
+# Ends with Check's closing line for the whole run and "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+what=${1:?usage: scripts/test-suites.sh "WHAT THE BUILDS ARE" LESSON...}
+shift
+tally=build/test-suites/tally
+rm -rf build/test-suites
+mkdir -p build/test-suites
+: > "$tally"
+status=0
+test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zz-suites-XXXXXX") || exit 2
+trap 'rm -rf "$test_tmp"' EXIT
+export TMPDIR=$test_tmp
+
+run_suite() {   # run_suite BUILD_DIR BINARY TITLE MODE
+    local start=$SECONDS
+    ZZ_BUILD_DIR=$1 "$2" --title "$3 ($what)" --mode "$4" --tally "$tally" || status=1
+    echo "  ($((SECONDS - start)) s)"
+    echo
+}
+
+echo "== the shared library and the given programs ($what)"
+for t in build/solution/tests/common/test_*; do
+    case "$t" in *.o|*.d) continue ;; esac
+    run_suite build/solution "$t" "common: ${t##*/test_}" solution
+done
+for lesson in "$@"; do
+    echo "== lesson $lesson ($what)"
+    run_suite build/solution "build/solution/tests/test_$lesson" "lesson $lesson: the solution" solution
+    run_suite build/student "build/student/tests/test_$lesson" "lesson $lesson: the skeleton" skeleton
+done
+
+awk '
+    { passed += $1; failed += $2; skipped += $3 }
+    END {
+        total = passed + failed
+        percent = total ? int(100 * passed / total) : 100
+        printf "%d%%: Checks: %d, Failures: %d, Errors: 0\n", percent, total, failed
+        if (skipped) printf "%d passed, %d failed, %d skipped\n", passed, failed, skipped
+        else printf "%d passed, %d failed\n", passed, failed
+    }' "$tally"
+exit $status
