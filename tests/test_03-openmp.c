@@ -662,18 +662,37 @@ static int occurrences(const char *text, const char *part)
  * with exit status 2 on every rank and `says` once in its error output,
  * before any work (nothing on standard output). A program that did not
  * start, hung or crashed fails with the harness's words for that. */
+/* The program's own lines of `err` ("hybrid: ..."), without the banners
+ * mpirun adds around them, joined by " / ". */
+static const char *own_lines(const char *err, char *shown, size_t len)
+{
+    size_t used = 0;
+    shown[0] = '\0';
+    for (const char *at = err; *at && used + 1 < len;) {
+        size_t n = strcspn(at, "\n");
+        if (strncmp(at, "hybrid:", 7) == 0)
+            used += (size_t)snprintf(shown + used, len - used, "%s%.*s",
+                                     used ? " / " : "", (int)n, at);
+        at += n + (at[n] == '\n');
+    }
+    return shown[0] ? shown : "(none)";
+}
+
 static void expect_refused(const run_result *r, const char *what,
                            const char *says, const char *hint)
 {
+    char shown[600];
     if (r->timed_out || r->signal != 0 || !r->started ||
         strstr(r->err, "not started") != NULL)
         harness_expect_success(r, what);
     ck_assert_msg(r->exit_status == 2, "%s: exit status %d, expected 2 (bad "
-                  "input: every rank stops together). Its error output: "
-                  "%.600s. Hint: %s", what, r->exit_status, r->err, hint);
+                  "input: every rank stops together). Its own error lines: "
+                  "%s. Hint: %s", what, r->exit_status,
+                  own_lines(r->err, shown, sizeof shown), hint);
     ck_assert_msg(occurrences(r->err, says) == 1, "%s: the error output "
-                  "should say \"%s\" once, from one rank: %.600s. Hint: %s",
-                  what, says, r->err, hint);
+                  "should say \"%s\" once, from one rank; its own lines: "
+                  "%s. Hint: %s", what, says,
+                  own_lines(r->err, shown, sizeof shown), hint);
     ck_assert_msg(strstr(r->out, "hybrid: y = Ax") == NULL, "%s: the program "
                   "ran to its end, and then stopped with status 2", what);
 }
@@ -702,6 +721,13 @@ START_TEST(hybrid_thread_level_case)
                     NULL };
     run_result r = harness_run_mpi(LESSON, "hybrid", LEVEL_RANKS, a.args, env,
                                    LEVEL_MPIRUN_S);
+    /* Every rank, not only rank 1, short of threads: TODO 5 asked MPI for
+     * too little (the 1- and 2-rank hybrid tests say so too). */
+    ck_assert_msg(strstr(r.err, "hybrid: MPI provides only") == NULL,
+                  "%s: every rank, not only rank 1, got a thread level too "
+                  "low for its threads (\"hybrid: MPI provides only ...\"). "
+                  "Hint: TODO 5: ask MPI_Init_thread for the level the "
+                  "threads of this program need", what);
     expect_refused(&r, what, "hybrid: rank 1: MPI provides only "
                    "MPI_THREAD_SINGLE", hint);
     /* Every rank noted, in its report, the level it found, on its way to
