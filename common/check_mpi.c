@@ -4,9 +4,11 @@
 #include "cli.h"
 #include "steps.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void mpi_check_init(void)
 {
@@ -68,4 +70,30 @@ void mpi_start(int *argc, char ***argv, const cli_spec *spec, int *rank,
                             error, *rank != 0);
     if (status >= 0)
         mpi_exit_all(status);
+}
+
+FILE *mpi_report_open_or_exit(const char *program, const char *out, int rank)
+{
+    if (out == NULL)
+        return NULL;
+    char path[4096];
+    FILE *report = NULL;
+    int problem = 0;
+    if (snprintf(path, sizeof path, "%s/rank-%d.txt", out, rank) >=
+        (int)sizeof path)
+        problem = ENAMETOOLONG;
+    else if ((report = fopen(path, "w")) == NULL)
+        problem = errno != 0 ? errno : EIO;
+    int worst = problem;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX,
+                            MPI_COMM_WORLD));
+    if (worst != 0) {
+        if (rank == 0)
+            fprintf(stderr, "%s: --out: cannot write to '%s': %s\n", program,
+                    out, strerror(problem != 0 ? problem : worst));
+        if (report != NULL)
+            fclose(report);
+        mpi_exit_all(2);
+    }
+    return report;
 }

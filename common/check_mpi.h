@@ -11,6 +11,7 @@
 #define ZZ_CHECK_MPI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include <mpi.h>
 
@@ -49,6 +50,13 @@ _Noreturn void mpi_exit_all(int status);
  * prints "PROGRAM: WHY" ("PROGRAM: rank R: WHY" when that is not rank 0),
  * so the reason appears once, not once per rank. */
 void mpi_refuse_if_any(bool bad, const char *program, const char *why);
+
+/* Opens OUT/rank-RANK.txt for this rank's report, before any work (NULL
+ * when `out` is NULL). A folder that does not exist, a file, or a place
+ * nothing may be written (/proc/self) is bad input, found at once by every
+ * rank, not after the run: every rank ends with status 2 and rank 0 says
+ * why, once ("PROGRAM: --out: cannot write to 'OUT': WHY"). */
+FILE *mpi_report_open_or_exit(const char *program, const char *out, int rank);
 
 /* For an MPI program that takes no flags and starts MPI in its own code
  * (lesson 00's hello_mpi), called first thing in main. With nothing on the

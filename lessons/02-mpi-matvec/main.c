@@ -102,36 +102,6 @@ static unsigned long long peak_resident_bytes(void)
 #endif
 }
 
-/* Opens this rank's report now, before any work: a folder that does not
- * exist, a file, or a place nothing may be written (/proc/self) is bad
- * input, found at once by every rank, not after the run. Every rank ends
- * with status 2 and rank 0 says why, once. */
-static FILE *open_report_early(const run_config *c)
-{
-    if (c->out == NULL)
-        return NULL;
-    char path[4096];
-    FILE *report = NULL;
-    int problem = 0;
-    if (snprintf(path, sizeof path, "%s/rank-%d.txt", c->out, c->rank) >=
-        (int)sizeof path)
-        problem = ENAMETOOLONG;
-    else if ((report = fopen(path, "w")) == NULL)
-        problem = errno != 0 ? errno : EIO;
-    int worst = problem;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX,
-                            MPI_COMM_WORLD));
-    if (worst != 0) {
-        if (c->rank == 0)
-            fprintf(stderr, "matvec_mpi: --out: cannot write to '%s': %s\n",
-                    c->out, strerror(problem != 0 ? problem : worst));
-        if (report != NULL)
-            fclose(report);
-        mpi_exit_all(2);
-    }
-    return report;
-}
-
 /* Writes this rank's report: its blocks, the memory and communication
  * ledgers as they stand after your code ran, and the buffers your code
  * wrote, each with its guard: y, and x in the row split. */
@@ -438,7 +408,7 @@ int main(int argc, char **argv)
         mpi_exit_all(2);
     }
 
-    c.report = open_report_early(&c);
+    c.report = mpi_report_open_or_exit("matvec_mpi", c.out, c.rank);
 
     comm_ledger_reset();
     split_run r = c.columns ? run_columns(&c) : run_rows(&c);

@@ -57,35 +57,6 @@ static void refuse(const train_config *c, const char *why)
     mpi_exit_all(2);
 }
 
-/* Opens this rank's report now, before any work: a folder that does not
- * exist, a file, or a place nothing may be written (/proc/self) is bad
- * input, found at once by every rank, not after the training. */
-static FILE *open_report_early(const train_config *c)
-{
-    if (c->out == NULL)
-        return NULL;
-    char path[4096];
-    FILE *report = NULL;
-    int problem = 0;
-    if (snprintf(path, sizeof path, "%s/rank-%d.txt", c->out, c->rank) >=
-        (int)sizeof path)
-        problem = ENAMETOOLONG;
-    else if ((report = fopen(path, "w")) == NULL)
-        problem = errno != 0 ? errno : EIO;
-    int worst = problem;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX,
-                            MPI_COMM_WORLD));
-    if (worst != 0) {
-        if (c->rank == 0)
-            fprintf(stderr, "train: --out: cannot write to '%s': %s\n",
-                    c->out, strerror(problem != 0 ? problem : worst));
-        if (report != NULL)
-            fclose(report);
-        mpi_exit_all(2);
-    }
-    return report;
-}
-
 /* The data: MNIST when both files are given, else the generated task. The
  * held-out samples follow the training ones. Every rank loads all of it:
  * data parallelism shards the work, not the data set. */
@@ -185,7 +156,7 @@ int main(int argc, char **argv)
     c.learning_rate = learning_rate > 0 ? (float)learning_rate
                                         : sgd ? 0.05f : 1e-3f;
 
-    c.report = open_report_early(&c);
+    c.report = mpi_report_open_or_exit("train", c.out, c.rank);
 
     dataset train = { 0 }, held = { 0 };
     load_data(&c, &train, &held);

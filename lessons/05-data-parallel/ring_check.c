@@ -150,35 +150,6 @@ static void run_repeated(const check_config *c, size_t count, int calls)
     ledger_free(data);
 }
 
-/* Opens this rank's report now, before any work: a folder that does not
- * exist, a file, or a place nothing may be written (/proc/self) is bad
- * input, found at once by every rank. */
-static FILE *open_report_early(const char *out, int rank)
-{
-    if (out == NULL)
-        return NULL;
-    char path[4096];
-    FILE *report = NULL;
-    int problem = 0;
-    if (snprintf(path, sizeof path, "%s/rank-%d.txt", out, rank) >=
-        (int)sizeof path)
-        problem = ENAMETOOLONG;
-    else if ((report = fopen(path, "w")) == NULL)
-        problem = errno != 0 ? errno : EIO;
-    int worst = problem;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX,
-                            MPI_COMM_WORLD));
-    if (worst != 0) {
-        if (rank == 0)
-            fprintf(stderr, "ring_check: --out: cannot write to '%s': %s\n",
-                    out, strerror(problem != 0 ? problem : worst));
-        if (report != NULL)
-            fclose(report);
-        mpi_exit_all(2);
-    }
-    return report;
-}
-
 int main(int argc, char **argv)
 {
     check_config c = { .seed = 5 };
@@ -217,7 +188,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "ring_check: %s\n", problem);
         mpi_exit_all(2);
     }
-    c.report = open_report_early(c.out, c.rank);
+    c.report = mpi_report_open_or_exit("ring_check", c.out, c.rank);
 
     c.comm = MPI_COMM_WORLD;
     if (split)
