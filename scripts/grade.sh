@@ -9,7 +9,6 @@
 #   scripts/grade.sh --sandbox              student code runs under bubblewrap:
 #                                           no capabilities, no network, its own
 #                                           PID namespace, all read-only
-#   scripts/grade.sh --progress             one line per lesson and TODO
 # For make test: --solutions (grade the reference solutions), --overlay DIR (a
 # broken submission: the solutions with DIR's patches applied, FILE.patch for
 # FILE, or FILE.skeleton for the untouched skeleton), --expect FILE and
@@ -27,12 +26,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
 lesson_filter="" submission="" out=build/grade overlay="" expect="" tally=""
-sandbox=false progress=false
+sandbox=false
 while [ $# -gt 0 ]; do
     case "$1" in
         --lesson) lesson_filter=${2:?}; shift ;;
@@ -43,7 +42,6 @@ while [ $# -gt 0 ]; do
         --expect) expect=${2:?}; shift ;;
         --tally) tally=${2:?}; shift ;;
         --sandbox) sandbox=true ;;
-        --progress) progress=true ;;
         -h|--help) usage ;;
         *) echo "grade: unknown option '$1'" >&2; usage ;;
     esac
@@ -196,7 +194,7 @@ for lesson in "${lessons[@]}"; do
     fi
     if [ -n "${refused[$lesson]:-}" ]; then
         build_logs[$lesson]=${refused[$lesson]}
-        $progress || echo "grade: lesson $lesson was refused (see $work/$lesson.build.log)"
+        echo "grade: lesson $lesson was refused (see $work/$lesson.build.log)"
         continue
     fi
     binary=$build_dir/tests/test_$lesson
@@ -204,7 +202,7 @@ for lesson in "${lessons[@]}"; do
             ${GRADE_SYMBOL_CHECK:+GRADE_SYMBOL_CHECK=$GRADE_SYMBOL_CHECK} \
             "$binary" > "$work/$lesson.build.log" 2>&1; then
         build_logs[$lesson]=$(cat "$work/$lesson.build.log")
-        $progress || echo "grade: lesson $lesson does not build (see $work/$lesson.build.log)"
+        echo "grade: lesson $lesson does not build (see $work/$lesson.build.log)"
         continue
     fi
     built[$lesson]=$(find "$build_dir/tests/test_$lesson" "$build_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
@@ -215,7 +213,7 @@ for lesson in "${lessons[@]}"; do
     binary=$build_dir/tests/test_$lesson
     if ! sha256sum --quiet --check <(printf '%s\n' "${built[$lesson]}") > /dev/null 2>&1; then
         endings[$lesson]="the lesson's test programs were changed after they were built (by code of a lesson graded before it?), so they were not run"
-        $progress || echo "grade: lesson $lesson: ${endings[$lesson]}"
+        echo "grade: lesson $lesson: ${endings[$lesson]}"
         verdicts[$lesson]=""
         continue
     fi
@@ -257,7 +255,7 @@ for lesson in "${lessons[@]}"; do
     esac
     if [ -n "${endings[$lesson]:-}" ]; then
         endings[$lesson]+="; its log ends: $(tail -n 3 "$work/$lesson.log" | tr '\n\t' '  ' | cut -c1-300)"
-        $progress || echo "grade: lesson $lesson: ${endings[$lesson]}"
+        echo "grade: lesson $lesson: ${endings[$lesson]}"
     fi
     $namespaces || "$grade_tool" --sweep "$root/$build_dir"
 done
@@ -284,10 +282,6 @@ if [ "$(fingerprint)" != "$grader_files" ]; then
 fi
 grade=("$grade_tool" --lessons "${lessons[*]}" --work "$work"
        --sources "$src")
-if $progress; then
-    "${grade[@]}" --progress
-    exit 0
-fi
 if [ -n "$expect" ]; then
     "${grade[@]}" --expect "$expect" ${tally:+--tally "$tally"} \
         --title "broken submission '$(basename "$overlay")' of lesson ${lessons[*]}"

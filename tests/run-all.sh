@@ -332,13 +332,5 @@ fi
 rm -rf "$test_tmp"
 echo
 
-awk -v status="$status" '
-    { passed += $1; failed += $2; skipped += $3 }
-    END {
-        total = passed + failed
-        percent = total ? int(100 * passed / total) : 100
-        printf "%d%%: Checks: %d, Failures: %d, Errors: 0\n", percent, total, failed
-        if (skipped) printf "%d passed, %d failed, %d skipped\n", passed, failed, skipped
-        else printf "%d passed, %d failed\n", passed, failed
-    }' "$tally"
+awk -f tests/tally-summary.awk "$tally"
 exit $status

@@ -649,14 +649,6 @@ START_TEST(hybrid_case)
 }
 END_TEST
 
-/* How many times `part` occurs in `text`. */
-static int occurrences(const char *text, const char *part)
-{
-    int count = 0;
-    for (const char *at = strstr(text, part); at; at = strstr(at + 1, part))
-        count++;
-    return count;
-}
 
 /* Fails unless a run of the hybrid program that must be refused ended
  * with exit status 2 on every rank and `says` once in its error output,
@@ -689,7 +681,7 @@ static void expect_refused(const run_result *r, const char *what,
                   "input: every rank stops together). Its own error lines: "
                   "%s. Hint: %s", what, r->exit_status,
                   own_lines(r->err, shown, sizeof shown), hint);
-    ck_assert_msg(occurrences(r->err, says) == 1, "%s: the error output "
+    ck_assert_msg(harness_occurrences(r->err, says) == 1, "%s: the error output "
                   "should say \"%s\" once, from one rank; its own lines: "
                   "%s. Hint: %s", what, says,
                   own_lines(r->err, shown, sizeof shown), hint);

@@ -128,17 +128,9 @@ START_TEST(hello_omp_help_exits_0)
 END_TEST
 
 /* Under MPI: every rank sees the same bad flag, all exit 2, rank 0 alone
- * says so, and nothing hangs. */
-static int occurrences(const char *text, const char *part)
-{
-    int count = 0;
-    for (const char *at = strstr(text, part); at; at = strstr(at + 1, part))
-        count++;
-    return count;
-}
-
-/* mpirun adds its own report of the exit status after the program's lines,
- * so here the test counts the program's lines instead of all lines. */
+ * says so, and nothing hangs. mpirun adds its own report of the exit status
+ * after the program's lines, so here the test counts the program's lines
+ * instead of all lines. */
 START_TEST(pingpong_bad_flag_ends_every_rank)
 {
     char *args[] = { "--reps", "zero", NULL };
@@ -146,7 +138,7 @@ START_TEST(pingpong_bad_flag_ends_every_rank)
     ck_assert_msg(!r.timed_out && r.signal == 0, "pingpong hung or crashed");
     ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
                   r.exit_status, r.err);
-    ck_assert_msg(occurrences(r.err, "pingpong: --reps needs a whole number, "
+    ck_assert_msg(harness_occurrences(r.err, "pingpong: --reps needs a whole number, "
                               "got 'zero'\nusage: pingpong") == 1,
                   "the error and usage should appear once, from rank 0: %s",
                   r.err);
@@ -163,7 +155,7 @@ START_TEST(hello_mpi_flag_ends_every_rank)
     ck_assert_msg(!r.timed_out && r.signal == 0, "hello_mpi hung or crashed");
     ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
                   r.exit_status, r.err);
-    ck_assert_msg(occurrences(r.err, "hello_mpi: unknown flag '--ranks'\n"
+    ck_assert_msg(harness_occurrences(r.err, "hello_mpi: unknown flag '--ranks'\n"
                               "usage: hello_mpi [--help]\n") == 1,
                   "the error and usage should appear once, from rank 0: %s",
                   r.err);
@@ -180,7 +172,7 @@ START_TEST(hello_mpi_help_exits_0)
     ck_assert_msg(!r.timed_out && r.signal == 0, "hello_mpi hung or crashed");
     ck_assert_msg(r.exit_status == 0, "exit status %d, expected 0: %s",
                   r.exit_status, r.err);
-    ck_assert_msg(occurrences(r.out, "usage: hello_mpi [--help]\n") == 1,
+    ck_assert_msg(harness_occurrences(r.out, "usage: hello_mpi [--help]\n") == 1,
                   "the help should appear once, from rank 0: %s", r.out);
     run_result_free(&r);
 }
@@ -257,7 +249,7 @@ START_TEST(mpi_driver_rejects_bad_input)
     ck_assert_msg(!r.timed_out && r.signal == 0, "matvec_mpi hung or crashed");
     ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
                   r.exit_status, r.err);
-    ck_assert_msg(occurrences(r.err, mpi_cases[_i].says) == 1, "expected "
+    ck_assert_msg(harness_occurrences(r.err, mpi_cases[_i].says) == 1, "expected "
                   "\"%s\" once, from rank 0: %s", mpi_cases[_i].says, r.err);
     run_result_free(&r);
 }
@@ -275,7 +267,7 @@ START_TEST(other_mpi_rejects_bad_input)
                   other_mpi_cases[_i].program);
     ck_assert_msg(r.exit_status == 2, "exit status %d, expected 2: %s",
                   r.exit_status, r.err);
-    ck_assert_msg(occurrences(r.err, other_mpi_cases[_i].says) == 1,
+    ck_assert_msg(harness_occurrences(r.err, other_mpi_cases[_i].says) == 1,
                   "expected \"%s\" once, from rank 0: %s",
                   other_mpi_cases[_i].says, r.err);
     run_result_free(&r);

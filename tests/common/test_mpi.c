@@ -185,14 +185,6 @@ END_TEST
 
 /* ---- the drivers of lessons 02 and 05: bad input found up front ---- */
 
-static int occurrences(const char *text, const char *part)
-{
-    int count = 0;
-    for (const char *at = strstr(text, part); at; at = strstr(at + 1, part))
-        count++;
-    return count;
-}
-
 /* An MNIST pair of `count` samples of 2 x 2 pixels in DIR. */
 static void write_mnist(const char *dir, uint32_t count, char *images,
                         char *labels, size_t len)
@@ -229,7 +221,7 @@ static void expect_refused(const char *lesson, const char *program,
                   "where: %s", program, says, r.where ? r.where : "?");
     ck_assert_msg(r.exit_status == 2, "%s: exit status %d, expected 2 and "
                   "\"%s\":\n%s", program, r.exit_status, says, r.err);
-    ck_assert_msg(occurrences(r.err, says) == 1, "%s: expected \"%s\" once, "
+    ck_assert_msg(harness_occurrences(r.err, says) == 1, "%s: expected \"%s\" once, "
                   "from rank 0:\n%s", program, says, r.err);
     ck_assert_msg(strstr(r.out, never) == NULL, "%s refused its input only "
                   "after the work (it printed \"%s\"):\n%s", program, never,

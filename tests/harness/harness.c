@@ -1074,3 +1074,11 @@ void harness_read_output(const char *dir, const char *name, void *values,
                   "%s%zu elements, expected %zu", name,
                   extra == EOF ? "" : "more than ", got, count);
 }
+
+int harness_occurrences(const char *text, const char *part)
+{
+    int count = 0;
+    for (const char *at = strstr(text, part); at; at = strstr(at + 1, part))
+        count++;
+    return count;
+}

@@ -178,6 +178,10 @@ run_result harness_produce(const char *lesson, const char *case_name,
 void harness_read_output(const char *dir, const char *name, void *values,
                          size_t size, size_t count);
 
+/* How many times `part` occurs in `text` (a message that must be said
+ * once, by one rank, is counted with this). */
+int harness_occurrences(const char *text, const char *part);
+
 /* Fails the test, with a message for a student, unless the program ran and
  * exited with status 0. `what` says what was run ("hello_mpi on 3 ranks").
  * A program that stopped at NOT_DONE() fails as "not started" with the
