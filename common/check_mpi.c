@@ -1,4 +1,5 @@
 /* Checking every MPI call. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "check_mpi.h"
 
 #include "cli.h"
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void mpi_check_init(void)
 {
@@ -24,6 +26,10 @@ _Noreturn void mpi_check_failed(int error, const char *call, const char *file,
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     fprintf(stderr, "%s:%d: rank %d: %s failed: %s\n", file, line, rank, call,
             explanation);
+    /* Give the launcher time to forward that line before the abort kills
+     * this process (comm_ledger.c says why). */
+    struct timespec pause = { 0, 100 * 1000 * 1000 };
+    nanosleep(&pause, NULL);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1); /* MPI_Abort does not return; this tells the compiler so */
 }

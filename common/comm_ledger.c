@@ -1,8 +1,10 @@
 /* The communication ledger, on MPI's profiling interface. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "comm_ledger.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -102,11 +104,24 @@ typedef struct {
 static open_request *open_requests;
 static size_t open_count, open_capacity;
 
-static void out_of_memory(const char *what)
+/* Ends every rank, after this one's message on stderr. stderr is a pipe
+ * that the launcher forwards, and MPI_Abort has the launcher kill every
+ * process: MPICH's launcher was seen to kill this one before it had
+ * forwarded the last line (1 run in 4). A tenth of a second lets it pass
+ * the line on first; an abort is no place to save time. */
+static void abort_after_message(void)
+{
+    fflush(stderr);
+    struct timespec pause = { 0, 100 * 1000 * 1000 };
+    nanosleep(&pause, NULL);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void abort_out_of_memory(const char *what)
 {
     fprintf(stderr, "comm ledger: rank %d: out of memory for %s\n",
             world_rank(), what);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    abort_after_message();
 }
 
 /* After a call that started *request: remember it, unless it failed. */
@@ -120,7 +135,7 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
         open_request *grown = realloc(open_requests,
                                       capacity * sizeof *grown);
         if (grown == NULL)
-            out_of_memory("its open requests");
+            abort_out_of_memory("its open requests");
         open_requests = grown;
         open_capacity = capacity;
     }
@@ -156,7 +171,7 @@ static MPI_Request *snapshot(int count, const MPI_Request requests[],
     MPI_Request *copy = count <= SMALL ? small
                                        : malloc((size_t)count * sizeof *copy);
     if (copy == NULL)
-        out_of_memory("a copy of the requests");
+        abort_out_of_memory("a copy of the requests");
     memcpy(copy, requests, (size_t)count * sizeof *copy);
     return copy;
 }
@@ -183,13 +198,13 @@ size_t comm_ledger_open_requests(const char **first_call)
 
 /* ---- refused: what the ledger cannot count ---- */
 
-static int refuse(const char *call, const char *what)
+static int refuse_and_abort(const char *call, const char *what)
 {
     fprintf(stderr, "comm ledger: rank %d called %s: %s, which the "
             "communication ledger does not count; code in these lessons "
             "may use only the calls it counts (common/comm_ledger.h)\n",
             world_rank(), call, what);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    abort_after_message();
     return MPI_ERR_OTHER; /* not reached: MPI_Abort ends every rank */
 }
 
@@ -202,7 +217,7 @@ int MPI_Send_init(const void *buf, int count, MPI_Datatype type, int dest,
 {
     (void)buf, (void)count, (void)type, (void)dest, (void)tag, (void)comm;
     (void)request;
-    return refuse("MPI_Send_init", PERSISTENT);
+    return refuse_and_abort("MPI_Send_init", PERSISTENT);
 }
 
 int MPI_Bsend_init(const void *buf, int count, MPI_Datatype type, int dest,
@@ -210,7 +225,7 @@ int MPI_Bsend_init(const void *buf, int count, MPI_Datatype type, int dest,
 {
     (void)buf, (void)count, (void)type, (void)dest, (void)tag, (void)comm;
     (void)request;
-    return refuse("MPI_Bsend_init", PERSISTENT);
+    return refuse_and_abort("MPI_Bsend_init", PERSISTENT);
 }
 
 int MPI_Ssend_init(const void *buf, int count, MPI_Datatype type, int dest,
@@ -218,7 +233,7 @@ int MPI_Ssend_init(const void *buf, int count, MPI_Datatype type, int dest,
 {
     (void)buf, (void)count, (void)type, (void)dest, (void)tag, (void)comm;
     (void)request;
-    return refuse("MPI_Ssend_init", PERSISTENT);
+    return refuse_and_abort("MPI_Ssend_init", PERSISTENT);
 }
 
 int MPI_Rsend_init(const void *buf, int count, MPI_Datatype type, int dest,
@@ -226,7 +241,7 @@ int MPI_Rsend_init(const void *buf, int count, MPI_Datatype type, int dest,
 {
     (void)buf, (void)count, (void)type, (void)dest, (void)tag, (void)comm;
     (void)request;
-    return refuse("MPI_Rsend_init", PERSISTENT);
+    return refuse_and_abort("MPI_Rsend_init", PERSISTENT);
 }
 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source,
@@ -234,7 +249,7 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source,
 {
     (void)buf, (void)count, (void)type, (void)source, (void)tag, (void)comm;
     (void)request;
-    return refuse("MPI_Recv_init", PERSISTENT);
+    return refuse_and_abort("MPI_Recv_init", PERSISTENT);
 }
 
 /* Every persistent request, of any kind an MPI library offers (persistent
@@ -242,13 +257,13 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source,
 int MPI_Start(MPI_Request *request)
 {
     (void)request;
-    return refuse("MPI_Start", PERSISTENT);
+    return refuse_and_abort("MPI_Start", PERSISTENT);
 }
 
 int MPI_Startall(int count, MPI_Request requests[])
 {
     (void)count, (void)requests;
-    return refuse("MPI_Startall", PERSISTENT);
+    return refuse_and_abort("MPI_Startall", PERSISTENT);
 }
 
 /* No window, no MPI_Put, MPI_Get, MPI_Accumulate or shared-memory loads. */
@@ -257,7 +272,7 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
 {
     (void)base, (void)size, (void)disp_unit, (void)info, (void)comm;
     (void)win;
-    return refuse("MPI_Win_create", ONE_SIDED);
+    return refuse_and_abort("MPI_Win_create", ONE_SIDED);
 }
 
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info,
@@ -265,7 +280,7 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info,
 {
     (void)size, (void)disp_unit, (void)info, (void)comm, (void)baseptr;
     (void)win;
-    return refuse("MPI_Win_allocate", ONE_SIDED);
+    return refuse_and_abort("MPI_Win_allocate", ONE_SIDED);
 }
 
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
@@ -273,13 +288,13 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info,
 {
     (void)size, (void)disp_unit, (void)info, (void)comm, (void)baseptr;
     (void)win;
-    return refuse("MPI_Win_allocate_shared", ONE_SIDED);
+    return refuse_and_abort("MPI_Win_allocate_shared", ONE_SIDED);
 }
 
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
     (void)info, (void)comm, (void)win;
-    return refuse("MPI_Win_create_dynamic", ONE_SIDED);
+    return refuse_and_abort("MPI_Win_create_dynamic", ONE_SIDED);
 }
 
 int MPI_Neighbor_allgather(const void *sendbuf, int sendcount,
@@ -289,7 +304,7 @@ int MPI_Neighbor_allgather(const void *sendbuf, int sendcount,
 {
     (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
     (void)recvcount, (void)recvtype, (void)comm;
-    return refuse("MPI_Neighbor_allgather", NEIGHBOURS);
+    return refuse_and_abort("MPI_Neighbor_allgather", NEIGHBOURS);
 }
 
 int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount,
@@ -299,7 +314,7 @@ int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount,
 {
     (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
     (void)recvcount, (void)recvtype, (void)comm, (void)request;
-    return refuse("MPI_Ineighbor_allgather", NEIGHBOURS);
+    return refuse_and_abort("MPI_Ineighbor_allgather", NEIGHBOURS);
 }
 
 int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount,
@@ -309,7 +324,7 @@ int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount,
 {
     (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
     (void)recvcounts, (void)displs, (void)recvtype, (void)comm;
-    return refuse("MPI_Neighbor_allgatherv", NEIGHBOURS);
+    return refuse_and_abort("MPI_Neighbor_allgatherv", NEIGHBOURS);
 }
 
 int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
@@ -321,7 +336,7 @@ int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
     (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
     (void)recvcounts, (void)displs, (void)recvtype, (void)comm;
     (void)request;
-    return refuse("MPI_Ineighbor_allgatherv", NEIGHBOURS);
+    return refuse_and_abort("MPI_Ineighbor_allgatherv", NEIGHBOURS);
 }
 
 int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount,
@@ -330,7 +345,7 @@ int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount,
 {
     (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
     (void)recvcount, (void)recvtype, (void)comm;
-    return refuse("MPI_Neighbor_alltoall", NEIGHBOURS);
+    return refuse_and_abort("MPI_Neighbor_alltoall", NEIGHBOURS);
 }
 
 int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
@@ -340,7 +355,7 @@ int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
 {
     (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf;
     (void)recvcount, (void)recvtype, (void)comm, (void)request;
-    return refuse("MPI_Ineighbor_alltoall", NEIGHBOURS);
+    return refuse_and_abort("MPI_Ineighbor_alltoall", NEIGHBOURS);
 }
 
 int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
@@ -352,7 +367,7 @@ int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
     (void)sendbuf, (void)sendcounts, (void)sdispls, (void)sendtype;
     (void)recvbuf, (void)recvcounts, (void)rdispls, (void)recvtype;
     (void)comm;
-    return refuse("MPI_Neighbor_alltoallv", NEIGHBOURS);
+    return refuse_and_abort("MPI_Neighbor_alltoallv", NEIGHBOURS);
 }
 
 int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
@@ -364,7 +379,7 @@ int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
     (void)sendbuf, (void)sendcounts, (void)sdispls, (void)sendtype;
     (void)recvbuf, (void)recvcounts, (void)rdispls, (void)recvtype;
     (void)comm, (void)request;
-    return refuse("MPI_Ineighbor_alltoallv", NEIGHBOURS);
+    return refuse_and_abort("MPI_Ineighbor_alltoallv", NEIGHBOURS);
 }
 
 int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
@@ -376,7 +391,7 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
     (void)sendbuf, (void)sendcounts, (void)sdispls, (void)sendtypes;
     (void)recvbuf, (void)recvcounts, (void)rdispls, (void)recvtypes;
     (void)comm;
-    return refuse("MPI_Neighbor_alltoallw", NEIGHBOURS);
+    return refuse_and_abort("MPI_Neighbor_alltoallw", NEIGHBOURS);
 }
 
 int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
@@ -389,7 +404,7 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
     (void)sendbuf, (void)sendcounts, (void)sdispls, (void)sendtypes;
     (void)recvbuf, (void)recvcounts, (void)rdispls, (void)recvtypes;
     (void)comm, (void)request;
-    return refuse("MPI_Ineighbor_alltoallw", NEIGHBOURS);
+    return refuse_and_abort("MPI_Ineighbor_alltoallw", NEIGHBOURS);
 }
 
 /* ---- the byte models of the header, shared by each call's forms ---- */
