@@ -662,6 +662,41 @@ size_t harness_mpi_segments(char ***names)
     return count;
 }
 
+/* Whether /dev/shm/NAME belongs to a job still running: a file of another
+ * user, or one that some process still maps. A run's leftover is neither:
+ * its owner's processes are gone. Another job on the same machine (a
+ * second make test, a student's mpirun) makes and removes such files all
+ * the time, and must not be taken for ours. */
+bool harness_segment_in_use(const char *name)
+{
+    char path[HARNESS_PATH];
+    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return false;
+    if (st.st_uid != geteuid())
+        return true;
+    DIR *proc = opendir("/proc");
+    if (proc == NULL)
+        return false;
+    bool mapped = false;
+    struct dirent *entry;
+    while (!mapped && (entry = readdir(proc)) != NULL) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+            continue;
+        char maps[HARNESS_PATH], line[HARNESS_PATH + 256];
+        snprintf(maps, sizeof maps, "/proc/%s/maps", entry->d_name);
+        FILE *in = fopen(maps, "r");
+        if (in == NULL)
+            continue;
+        while (!mapped && fgets(line, sizeof line, in) != NULL)
+            mapped = strstr(line, path) != NULL;
+        fclose(in);
+    }
+    closedir(proc);
+    return mapped;
+}
+
 void harness_free_names(char **names, size_t count)
 {
     for (size_t k = 0; k < count; k++)

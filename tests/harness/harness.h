@@ -156,6 +156,9 @@ void harness_read_doubles(const char *dir, const char *name, int rank,
  * folder of their own instead; a test uses this to prove that. */
 size_t harness_mpi_segments(char ***names);
 void harness_free_names(char **names, size_t count);
+/* Whether /dev/shm/NAME is another user's, or still mapped by a process:
+ * a file of a job still running, not a leftover. */
+bool harness_segment_in_use(const char *name);
 
 /* ---- Producers: the student's code, run apart (producer.h) ---------------- */
 
