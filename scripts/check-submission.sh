@@ -57,6 +57,8 @@ for object in "$@"; do
         real=$(realpath -m "$header")
         case "$real" in
             "$root/common/"*.h|"$root/lessons/$lesson/"*.h) ;;
+            # A CUDA lesson's given device code and templates (.cuh).
+            "$root/lessons/$lesson/"*.cuh) ;;
             "$root/"*) refuse "$shown includes $header: a lesson's files may include only the system's headers, common/'s and the lesson's own" ;;
             /usr/*|/opt/*|"${CUDA_HOME:-/usr/local/cuda}/"*) ;;
             *) refuse "$shown includes $header: a lesson's files may include only the system's headers, common/'s and the lesson's own" ;;

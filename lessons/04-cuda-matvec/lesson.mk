@@ -4,6 +4,10 @@
 #         nvcc is found (elsewhere its tests are reported skipped); its .c
 #         files and its tests see the CUDA headers, and its programs and
 #         tests link the CUDA runtime and cuBLAS.
+# The given cuda_tools.cuh and cuda_dispatch.cuh have no objects of their
+# own: cuda_matvec.cu includes both, because the dispatcher and the double
+# entry points instantiate the student's templates, which C++ can do only
+# in the translation unit that defines them.
 LESSON := 04-cuda-matvec
 $(LESSON)_TITLE     := 04 CUDA matvec
 $(LESSON)_EDITED    := cuda_matvec.cu
