@@ -115,7 +115,7 @@ HAVE_SOLUTIONS := $(wildcard solutions)
 # The shared library. not_done.o and the MPI parts are linked as objects:
 # the tests replace not_done.o with the harness's version, and the
 # communication ledger's MPI_* definitions must win over the MPI library's.
-COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c
+COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c common/collectives.c
 COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c,$(wildcard common/*.c))
 HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
 COMMON_TESTS   := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
@@ -339,13 +339,17 @@ $(foreach variant,$(VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call le
 $(foreach variant,$(OWN_VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_test_rules,$(variant),$(lesson)))))
 
 # ---- 7. The library's tests, the grader's tool, the benchmarks ----------------
-# The communication ledger's test program (an MPI program the tests launch),
-# and the library's unit tests, which run the given programs (after them).
+# The test programs of the communication ledger and of the collectives (MPI
+# programs the tests launch), and the library's unit tests, which run the
+# given programs (after them).
 define library_test_rules
 $(call link_rule,build/$(1)/tests/common/ledger_probe,build/$(1)/tests/common/ledger_probe.o $(call common_mpi_objects,$(1)) build/$(1)/common/libcommon.a,MPICC,)
 build/$(1)/tests/common/ledger_probe.o: COMPILER = $$(MPI_COMPILER)
 PROGRAMS_$(1) += build/$(1)/tests/common/ledger_probe
-$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe,CC,CHECK_LIBS)))
+$(call link_rule,build/$(1)/tests/common/collectives_probe,build/$(1)/tests/common/collectives_probe.o $(call common_mpi_objects,$(1)) build/$(1)/common/libcommon.a,MPICC,)
+build/$(1)/tests/common/collectives_probe.o: COMPILER = $$(MPI_COMPILER)
+PROGRAMS_$(1) += build/$(1)/tests/common/collectives_probe
+$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe build/$(1)/tests/common/collectives_probe,CC,CHECK_LIBS)))
 TESTS_$(1) += $(addprefix build/$(1)/tests/common/,$(COMMON_TESTS))
 endef
 $(foreach variant,$(filter solution sanitize,$(OWN_VARIANTS)),$(eval $(call library_test_rules,$(variant))))

@@ -1,10 +1,16 @@
-/* The memory ledger: bytes allocated, by category, now and at the peak.
+/* The memory ledger: bytes allocated, by category, now and at the peak,
+ * and an optional budget per process.
  *
  * The lessons about distribution promise that memory per process falls as
  * processes are added: a rank holds 1/P of the matrix, ZeRO shards the
  * optimizer state. The ledger is how a check sees it. Everything the
  * lessons allocate goes through ledger_alloc (matrix_alloc and vector_alloc
  * use it), so a rank that builds the whole matrix shows it here.
+ *
+ * The budget (memory_ledger_set_cap) plays a device's memory: lesson 06
+ * trains a model that does not fit one rank's cap by sharding it, and a
+ * rank that asks for more than its cap is refused, with one line that
+ * says what it asked for and what it already held.
  *
  * One ledger per process; not thread-safe (allocate outside parallel
  * regions). */
@@ -22,11 +28,17 @@ typedef enum {
     MEMORY_OPTIMIZER,   /* optimizer state: master weights, moments */
     MEMORY_ACTIVATIONS,
     MEMORY_OTHER,
+    /* Lesson 06 reports these apart from the model's own state: */
+    MEMORY_GATHERED,    /* parameters gathered for a layer (ZeRO stage 3) */
+    MEMORY_BUCKETS,     /* gradient buckets in flight */
+    MEMORY_COMM,        /* the collectives' own buffers (collectives.h) */
     MEMORY_CATEGORIES
 } memory_category;
 
-/* bytes of memory, 64-byte aligned, recorded under `category`; NULL when
- * the system has none to give. Free with ledger_free. */
+/* bytes of memory, 64-byte aligned, recorded under `category`. NULL, with
+ * nothing allocated and the reason in memory_ledger_last_error(), when the
+ * bytes held in all categories would pass the cap, or when the system has
+ * none to give. Free with ledger_free. */
 void *ledger_alloc(memory_category category, size_t bytes);
 void ledger_free(void *block);
 
@@ -34,10 +46,35 @@ void ledger_free(void *block);
 size_t memory_ledger_current(memory_category category);
 size_t memory_ledger_peak(memory_category category);
 
+/* The same over all categories together. The peak is the most held at one
+ * moment, not the sum of the categories' peaks (which may fall at
+ * different moments). */
+size_t memory_ledger_current_total(void);
+size_t memory_ledger_peak_total(void);
+
+/* No cap: every allocation the system can satisfy succeeds. */
+#define MEMORY_LEDGER_NO_CAP ((size_t)-1)
+
+/* From now on, an allocation that would take the bytes held (all
+ * categories) past `bytes` fails; exactly `bytes` is allowed.
+ * MEMORY_LEDGER_NO_CAP removes the cap. `rank` (the MPI rank, or -1 for a
+ * process that has none) is named in the error line. A cap below what is
+ * held already frees nothing; it refuses every allocation until enough is
+ * freed. */
+void memory_ledger_set_cap(size_t bytes, int rank);
+size_t memory_ledger_cap(void);
+
+/* One line on the last allocation ledger_alloc refused (empty before any):
+ * "rank 2: cannot allocate 12.0 MiB of optimizer state: 100.0 MiB held of
+ * a 105.0 MiB cap", or "...: not enough memory (100.0 MiB held)" when the
+ * system refused. Static storage, overwritten by the next refusal. */
+const char *memory_ledger_last_error(void);
+
 /* The category's name as reports write it: "matrix", "optimizer", ... */
 const char *memory_category_name(memory_category category);
 
-/* Writes "memory NAME CURRENT PEAK" lines, one per category. */
+/* Writes "memory NAME CURRENT PEAK" lines, one per category, then
+ * "memory total CURRENT PEAK" and, when a cap is set, "memory cap BYTES". */
 void memory_ledger_write(FILE *out);
 
 /* Bytes the process's allocator holds for it now, however they were

@@ -518,6 +518,126 @@ START_TEST(memory_ledger_tracks_current_and_peak)
 }
 END_TEST
 
+/* The peak of the total is the most held at one moment: two categories
+ * that peak one after the other add nothing up. The new categories of
+ * lesson 06 are written with the others, then the total. */
+START_TEST(memory_ledger_total_and_its_peak)
+{
+    ck_assert_msg(memory_ledger_current_total() == 0 &&
+                  memory_ledger_peak_total() == 0, "this test needs a "
+                  "fresh ledger (each test runs in a process of its own)");
+    void *parameters = ledger_alloc(MEMORY_PARAMETERS, 1000);
+    ck_assert(parameters != NULL);
+    ledger_free(parameters);
+    void *gathered = ledger_alloc(MEMORY_GATHERED, 1000);
+    ck_assert(gathered != NULL);
+    ck_assert_uint_eq(memory_ledger_peak_total(), 1000);
+    void *buckets = ledger_alloc(MEMORY_BUCKETS, 300);
+    void *comm = ledger_alloc(MEMORY_COMM, 200);
+    ck_assert(buckets != NULL && comm != NULL);
+    ck_assert_uint_eq(memory_ledger_current_total(), 1500);
+    ck_assert_uint_eq(memory_ledger_peak_total(), 1500);
+    ledger_free(gathered);
+    ledger_free(buckets);
+    ck_assert_uint_eq(memory_ledger_current_total(), 200);
+    ck_assert_uint_eq(memory_ledger_peak_total(), 1500);
+
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    ck_assert(out != NULL);
+    memory_ledger_write(out);
+    ck_assert(fclose(out) == 0);
+    const char *const lines[] = {
+        "memory parameters 0 1000\n", "memory gathered 0 1000\n",
+        "memory buckets 0 300\n", "memory comm 200 200\n",
+        "memory total 200 1500\n"
+    };
+    for (size_t k = 0; k < sizeof lines / sizeof *lines; k++)
+        ck_assert_msg(strstr(text, lines[k]) != NULL, "expected \"%.*s\" in "
+                      "what memory_ledger_write wrote:\n%s",
+                      (int)strlen(lines[k]) - 1, lines[k], text);
+    ck_assert_msg(strstr(text, "memory cap") == NULL, "no cap was set, yet:"
+                  "\n%s", text);
+    ck_assert_str_eq(memory_category_name(MEMORY_GATHERED), "gathered");
+    ck_assert_str_eq(memory_category_name(MEMORY_BUCKETS), "buckets");
+    ck_assert_str_eq(memory_category_name(MEMORY_COMM), "comm");
+    free(text);
+    ledger_free(comm);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+}
+END_TEST
+
+/* Under a cap, an allocation that would pass it fails, allocates nothing,
+ * and says who asked for what, holding how much under which cap; exactly
+ * the cap is allowed; without a cap the same allocation succeeds. (The
+ * large blocks are never written, so they cost address space only.) */
+START_TEST(memory_ledger_cap_refuses_with_a_reason)
+{
+    const size_t mib = 1024 * 1024;
+    ck_assert_msg(memory_ledger_current_total() == 0, "this test needs a "
+                  "fresh ledger (each test runs in a process of its own)");
+    ck_assert(memory_ledger_cap() == MEMORY_LEDGER_NO_CAP);
+    ck_assert_str_eq(memory_ledger_last_error(), "");
+    memory_ledger_set_cap(105 * mib, 2);
+    ck_assert_uint_eq(memory_ledger_cap(), 105 * mib);
+    void *parameters = ledger_alloc(MEMORY_PARAMETERS, 100 * mib);
+    ck_assert(parameters != NULL);
+
+    size_t heap = memory_ledger_heap_in_use();
+    void *optimizer = ledger_alloc(MEMORY_OPTIMIZER, 12 * mib);
+    ck_assert_msg(optimizer == NULL, "12 MiB more than 100 held passed a "
+                  "105 MiB cap");
+    ck_assert_uint_eq(memory_ledger_heap_in_use(), heap);
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: cannot allocate "
+                     "12.0 MiB of optimizer state: 100.0 MiB held of a "
+                     "105.0 MiB cap");
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_OPTIMIZER), 0);
+    ck_assert_uint_eq(memory_ledger_peak(MEMORY_OPTIMIZER), 0);
+    ck_assert_uint_eq(memory_ledger_current_total(), 100 * mib);
+    ck_assert_uint_eq(memory_ledger_peak_total(), 100 * mib);
+
+    void *comm = ledger_alloc(MEMORY_COMM, 5 * mib);
+    ck_assert_msg(comm != NULL, "exactly the cap must be allowed: %s",
+                  memory_ledger_last_error());
+    ck_assert(ledger_alloc(MEMORY_GATHERED, 1) == NULL);
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: cannot allocate "
+                     "1 B of gathered parameters: 105.0 MiB held of a "
+                     "105.0 MiB cap");
+
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    ck_assert(out != NULL);
+    memory_ledger_write(out);
+    ck_assert(fclose(out) == 0);
+    char line[64];
+    snprintf(line, sizeof line, "memory cap %zu\n", 105 * mib);
+    ck_assert_msg(strstr(text, line) != NULL, "expected \"%s\" in:\n%s",
+                  line, text);
+    free(text);
+
+    /* A cap below what is held refuses everything; no cap, nothing. */
+    memory_ledger_set_cap(mib, -1);
+    ck_assert(ledger_alloc(MEMORY_BUCKETS, 1) == NULL);
+    ck_assert_str_eq(memory_ledger_last_error(), "cannot allocate 1 B of "
+                     "gradient buckets: 105.0 MiB held of a 1.0 MiB cap");
+    memory_ledger_set_cap(MEMORY_LEDGER_NO_CAP, 2);
+    optimizer = ledger_alloc(MEMORY_OPTIMIZER, 12 * mib);
+    ck_assert(optimizer != NULL);
+    ck_assert_uint_eq(memory_ledger_peak_total(), 117 * mib);
+    ledger_free(optimizer);
+    ledger_free(comm);
+    ledger_free(parameters);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+
+    /* What no system can give is refused with its own reason. */
+    ck_assert(ledger_alloc(MEMORY_OTHER, SIZE_MAX) == NULL);
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: cannot allocate "
+                     "16.0 EiB of other data: not enough memory (0 B held)");
+}
+END_TEST
+
 /* ---- kernels.h ---- */
 
 /* Any split of the rows gives the same bits as one call over all of them:
@@ -604,6 +724,11 @@ Suite *lesson_suite(void)
                      cli_no_flags_exits_2_on_a_flag, 2, 10);
     harness_add(suite, "memory ledger: current and peak by category",
                 memory_ledger_tracks_current_and_peak, 0, 10);
+    harness_add(suite, "memory ledger: lesson 06's categories, the total's "
+                "peak", memory_ledger_total_and_its_peak, 0, 10);
+    harness_add(suite, "memory ledger: a cap refuses, allocating nothing, "
+                "with a reason", memory_ledger_cap_refuses_with_a_reason, 0,
+                10);
     harness_add(suite, "kernels: any split of rows gives the same bits",
                 matvec_rows_is_split_invariant_and_right, 0, 10);
     return suite;

@@ -1,5 +1,6 @@
 /* The MPI side of the toolkit: the communication ledger counts what the
- * header promises, and a run that deadlocks is stopped, described and
+ * header promises, the collectives sum in rank order and move exactly their
+ * formulas' bytes, and a run that deadlocks is stopped, described and
  * cleaned up after. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -11,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collectives_values.h"
 #include "harness.h"
+#include "matrix.h"
 
 /* Every probe this test program starts carries this mark in its
  * environment, so that the tests can find their own ranks (and no other
@@ -180,6 +183,297 @@ START_TEST(ledger_refuses_what_it_cannot_count)
                       r.err);
         run_result_free(&r);
     }
+}
+END_TEST
+
+/* ---- the collectives (common/collectives.h), on 1 to 4 ranks ---- */
+
+/* A buffer not divisible by 2, 3 or 4, each rank's block several chunks
+ * long, in layers that cross the blocks' edges, some smaller than P. */
+enum { COLL_TOTAL = 100003 };
+static const uint64_t coll_seed = 6;
+static const char *const coll_layers = "3,1,2,30000,8193,1,20000,41803";
+static const size_t coll_layer_sizes[] = { 3, 1, 2, 30000, 8193, 1, 20000,
+                                           41803 };
+
+/* Rank r's block of the balanced partition, computed here from its
+ * definition (the first total % P blocks one longer), not by partition.h. */
+static size_t coll_begin(int P, int r)
+{
+    size_t q = COLL_TOTAL / (size_t)P, extra = COLL_TOTAL % (size_t)P;
+    return (size_t)r * q + ((size_t)r < extra ? (size_t)r : extra);
+}
+
+/* How many elements of [offset, offset + count) rank r owns. */
+static size_t coll_owned_in(int P, int r, size_t offset, size_t count)
+{
+    size_t first = coll_begin(P, r), last = coll_begin(P, r + 1);
+    first = first > offset ? first : offset;
+    last = last < offset + count ? last : offset + count;
+    return last > first ? last - first : 0;
+}
+
+/* The first element where `got` differs bitwise from `expected` (elements
+ * of 2 or 4 bytes), named by its index in the flat buffer. */
+static void coll_expect_bits(int P, int rank, const char *what,
+                             const void *want, const void *got,
+                             size_t count, size_t size, size_t first_index)
+{
+    for (size_t k = 0; k < count; k++) {
+        uint32_t e = 0, g = 0;
+        memcpy(&e, (const char *)want + k * size, size);
+        memcpy(&g, (const char *)got + k * size, size);
+        if (e == g)
+            continue;
+        float ef, gf;
+        memcpy(&ef, &e, sizeof ef);
+        memcpy(&gf, &g, sizeof gf);
+        ck_abort_msg("P = %d, rank %d, %s: element %zu is 0x%0*x%s%.9g%s, "
+                     "expected 0x%0*x%s%.9g%s", P, rank, what,
+                     first_index + k, (int)(2 * size), g,
+                     size == 4 ? " (" : "", size == 4 ? gf : 0.0,
+                     size == 4 ? ")" : "", (int)(2 * size), e,
+                     size == 4 ? " (" : "", size == 4 ? ef : 0.0,
+                     size == 4 ? ")" : "");
+    }
+}
+
+static void coll_expect_traffic(int P, int rank, const char *report,
+                                const char *name, unsigned long long sent,
+                                unsigned long long received)
+{
+    unsigned long long got[2] = { 0, 0 };
+    char key[64];
+    snprintf(key, sizeof key, "traffic %s", name);
+    ck_assert_msg(harness_report_values(report, key, got, 2) == 2, "P = %d, "
+                  "rank %d: no \"%s\" line in its report:\n%s", P, rank, key,
+                  report);
+    ck_assert_msg(got[0] == sent && got[1] == received, "P = %d, rank %d, "
+                  "%s: sent %llu bytes and received %llu, the formula says "
+                  "%llu and %llu (collectives.h)", P, rank, name, got[0],
+                  got[1], sent, received);
+}
+
+/* The rest of the report's line that starts with KEY and a space. */
+static const char *coll_line(const char *report, const char *key,
+                             char *line, size_t len)
+{
+    size_t key_len = strlen(key);
+    for (const char *at = report; at != NULL && *at;
+         at = strchr(at, '\n') ? strchr(at, '\n') + 1 : NULL)
+        if (strncmp(at, key, key_len) == 0 && at[key_len] == ' ') {
+            const char *stop = strchr(at, '\n');
+            size_t n = stop ? (size_t)(stop - at) - key_len - 1
+                            : strlen(at) - key_len - 1;
+            snprintf(line, len, "%.*s", (int)n, at + key_len + 1);
+            return line;
+        }
+    ck_abort_msg("no \"%s\" line in the report:\n%s", key, report);
+    return NULL;
+}
+
+/* Case _i runs the probe on P = _i + 1 ranks and checks every rank's
+ * results bitwise against sums this test adds itself, in rank order, and
+ * its traffic against the formulas, byte for byte. */
+START_TEST(collectives_exact_on_p_ranks)
+{
+    const int P = _i + 1;
+    const size_t total = COLL_TOTAL;
+    /* A range shorter than P across the edge between ranks 0 and 1 (on 1
+     * rank, an empty one). */
+    const size_t small_offset = P > 1 ? coll_begin(P, 1) - 1 : 5;
+    const size_t small_count = (size_t)P - 1;
+    /* One byte short of the contributions (the only bytes the probe holds
+     * on the ledger) and the receive buffers: (P-1) chunks of fp32. */
+    const size_t chunk = 8192;
+    const size_t cap = 4 * total + (P > 1 ? 4 * (size_t)(P - 1) * chunk - 1
+                                          : 0);
+
+    float *sums = malloc(total * sizeof *sums);
+    ck_assert(sums != NULL);
+    size_t order_matters = 0;
+    for (size_t i = 0; i < total; i++) {
+        float sum = collectives_contribution(coll_seed, 0, i);
+        for (int r = 1; r < P; r++)
+            sum += collectives_contribution(coll_seed, r, i);
+        sums[i] = sum;
+        float backwards = collectives_contribution(coll_seed, P - 1, i);
+        for (int r = P - 2; r >= 0; r--)
+            backwards += collectives_contribution(coll_seed, r, i);
+        order_matters += memcmp(&sum, &backwards, sizeof sum) != 0;
+    }
+    /* Else a reduce-scatter that adds in another order would pass. */
+    ck_assert_msg(P < 3 || order_matters > total / 100, "P = %d: the test's "
+                  "values give the same sums in reverse order in all but %zu "
+                  "elements", P, order_matters);
+
+    char dir[HARNESS_PATH], numbers[5][32];
+    harness_out_dir(dir);
+    snprintf(numbers[0], sizeof numbers[0], "%zu", total);
+    snprintf(numbers[1], sizeof numbers[1], "%llu",
+             (unsigned long long)coll_seed);
+    snprintf(numbers[2], sizeof numbers[2], "%zu", small_offset);
+    snprintf(numbers[3], sizeof numbers[3], "%zu", small_count);
+    snprintf(numbers[4], sizeof numbers[4], "%zu", cap);
+    char *args[] = { dir, numbers[0], numbers[1], (char *)coll_layers,
+                     numbers[2], numbers[3], numbers[4], NULL };
+    run_result r = harness_run_mpi("tests/common", "collectives_probe", P,
+                                   args, NULL, 50);
+    char what[64];
+    snprintf(what, sizeof what, "collectives_probe on %d ranks", P);
+    harness_expect_success(&r, what);
+
+    float *got = malloc((total + 2) * sizeof *got);
+    uint16_t *expected16 = malloc((total + 2) * sizeof *expected16);
+    float *expected32 = malloc(total * sizeof *expected32);
+    ck_assert(got != NULL && expected16 != NULL && expected32 != NULL);
+    for (size_t i = 0; i < total; i++)
+        expected32[i] = collectives_f32(coll_seed, i);
+    for (int rank = 0; rank < P; rank++) {
+        const size_t begin = coll_begin(P, rank);
+        const size_t owned = coll_begin(P, rank + 1) - begin;
+        char name[64];
+
+        /* Sums: the whole, layer by layer, in place, a small range. */
+        const char *const whole[] = { "rs_whole", "rs_layers", "rs_inplace" };
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%s-%d", whole[k], rank);
+            harness_read_output(dir, name, got, sizeof(float), owned);
+            coll_expect_bits(P, rank, whole[k], sums + begin, got, owned, 4,
+                             begin);
+        }
+        snprintf(name, sizeof name, "rs_small-%d", rank);
+        harness_read_output(dir, name, got, sizeof(float), owned);
+        for (size_t k = 0; k < owned; k++) {
+            size_t i = begin + k;
+            uint32_t guard = COLLECTIVES_GUARD32;
+            float want;
+            if (i >= small_offset && i < small_offset + small_count)
+                want = sums[i];
+            else
+                memcpy(&want, &guard, sizeof want);
+            coll_expect_bits(P, rank, "rs_small (outside the range: left "
+                             "alone)", &want, &got[k], 1, 4, i);
+        }
+
+        /* Gathers: the whole (guards either side), by layer, in place, a
+         * small range, fp32. */
+        expected16[0] = expected16[total + 1] = COLLECTIVES_GUARD16;
+        for (size_t i = 0; i < total; i++)
+            expected16[i + 1] = collectives_bf16(coll_seed, i);
+        uint16_t *got16 = (uint16_t *)got;
+        snprintf(name, sizeof name, "ag16_whole-%d", rank);
+        harness_read_output(dir, name, got16, 2, total + 2);
+        coll_expect_bits(P, rank, "ag16_whole (0 and TOTAL + 1: guards)",
+                         expected16, got16, total + 2, 2, 0);
+        const char *const layered[] = { "ag16_layers", "ag16_inplace" };
+        for (int k = 0; k < 2; k++) {
+            snprintf(name, sizeof name, "%s-%d", layered[k], rank);
+            harness_read_output(dir, name, got16, 2, total);
+            coll_expect_bits(P, rank, layered[k], expected16 + 1, got16,
+                             total, 2, 0);
+        }
+        snprintf(name, sizeof name, "ag16_small-%d", rank);
+        harness_read_output(dir, name, got16, 2, small_count + 2);
+        expected16[small_offset] = COLLECTIVES_GUARD16;
+        expected16[small_offset + small_count + 1] = COLLECTIVES_GUARD16;
+        coll_expect_bits(P, rank, "ag16_small (first and last: guards)",
+                         expected16 + small_offset, got16, small_count + 2, 2,
+                         small_offset);
+        snprintf(name, sizeof name, "ag32_whole-%d", rank);
+        harness_read_output(dir, name, got, sizeof(float), total);
+        coll_expect_bits(P, rank, "ag32_whole", expected32, got, total, 4, 0);
+
+        /* Traffic, in bytes: a reduce-scatter sends each peer its part of
+         * the range and receives this rank's part from each; an allgather
+         * the other way round. */
+        char *report = harness_read_report(dir, rank);
+        unsigned long long rs_sent = 0, rs_received = 0;
+        for (size_t l = 0, at = 0;
+             l < sizeof coll_layer_sizes / sizeof *coll_layer_sizes;
+             at += coll_layer_sizes[l], l++) {
+            size_t mine = coll_owned_in(P, rank, at, coll_layer_sizes[l]);
+            rs_sent += coll_layer_sizes[l] - mine;
+            rs_received += (unsigned long long)(P - 1) * mine;
+        }
+        ck_assert_msg(rs_sent == total - owned, "the layers cover the buffer");
+        size_t small_mine = coll_owned_in(P, rank, small_offset, small_count);
+        coll_expect_traffic(P, rank, report, "rs_whole", 4 * (total - owned),
+                            4ull * (unsigned long long)(P - 1) * owned);
+        coll_expect_traffic(P, rank, report, "rs_layers", 4 * rs_sent,
+                            4 * rs_received);
+        coll_expect_traffic(P, rank, report, "rs_small",
+                            4 * (small_count - small_mine),
+                            4ull * (unsigned long long)(P - 1) * small_mine);
+        coll_expect_traffic(P, rank, report, "ag16_whole",
+                            2ull * (unsigned long long)(P - 1) * owned,
+                            2 * (total - owned));
+        coll_expect_traffic(P, rank, report, "ag16_layers",
+                            2ull * (unsigned long long)(P - 1) * owned,
+                            2 * (total - owned));
+        coll_expect_traffic(P, rank, report, "ag16_small",
+                            2ull * (unsigned long long)(P - 1) * small_mine,
+                            2 * (small_count - small_mine));
+        coll_expect_traffic(P, rank, report, "ag32_whole",
+                            4ull * (unsigned long long)(P - 1) * owned,
+                            4 * (total - owned));
+
+        /* The receive buffers: (P-1) chunks at the most, on the ledger as
+         * "comm", all freed; chunks smaller than a block, so that the
+         * rounds were exercised. */
+        unsigned long long values[2] = { 0, 0 };
+        ck_assert(harness_report_values(report, "chunk", values, 1) == 1);
+        ck_assert_msg(values[0] == chunk, "COLLECTIVES_CHUNK_ELEMENTS is "
+                      "%llu: this test's cap and buffer sizes assume %zu",
+                      values[0], chunk);
+        ck_assert_msg(owned > chunk, "the test's blocks must span chunks");
+        ck_assert(harness_report_values(report, "memory comm", values, 2)
+                  == 2);
+        ck_assert_msg(values[0] == 0 && values[1] ==
+                      4ull * (unsigned long long)(P - 1) * chunk, "P = %d, "
+                      "rank %d: communication buffers held %llu bytes at the "
+                      "end and %llu at the most; expected 0 and (P-1) chunks "
+                      "of fp32, %llu", P, rank, values[0], values[1],
+                      4ull * (unsigned long long)(P - 1) * chunk);
+        ck_assert(harness_report_values(report, "requests_open", values, 1)
+                  == 1 && values[0] == 0);
+
+        /* Refusals: one byte short of the cap, every rank alike (on one
+         * rank no buffer is needed), and a range past the end. */
+        char line[512], said[512];
+        coll_line(report, "capped", line, sizeof line);
+        if (P == 1)
+            ck_assert_msg(strcmp(line, "0") == 0, "P = 1: no buffer is "
+                          "needed, yet: %s", line);
+        else {
+            char asked[32], held[32], limit[32];
+            format_bytes(4.0 * (double)(P - 1) * (double)chunk, asked,
+                         sizeof asked);
+            format_bytes(4.0 * (double)total, held, sizeof held);
+            format_bytes((double)cap, limit, sizeof limit);
+            snprintf(said, sizeof said, "-1 "
+                     "reduce-scatter: rank %d: cannot allocate %s of "
+                     "communication buffers: %s held of a %s cap", rank,
+                     asked, held, limit);
+            ck_assert_msg(strcmp(line, said) == 0, "P = %d, rank "
+                          "%d under the cap said\n  %s\nexpected\n  %s", P,
+                          rank, line, said);
+        }
+        coll_line(report, "badrange", line, sizeof line);
+        snprintf(said, sizeof said, "-1 reduce-scatter: "
+                 "rank %d: the range [%zu, %zu + 1) is not inside the buffer "
+                 "of %zu elements", rank, total, total, total);
+        ck_assert_msg(strcmp(line, said) == 0, "P = %d, rank %d: "
+                      "a range past the end said\n  %s\nexpected\n  %s", P,
+                      rank, line, said);
+        free(report);
+    }
+    free(got);
+    free(expected16);
+    free(expected32);
+    free(sums);
+    harness_remove_out_dir(dir);
+    run_result_free(&r);
 }
 END_TEST
 
@@ -392,6 +686,14 @@ Suite *lesson_suite(void)
                 ledger_reports_open_requests, 0, 40);
     harness_add(suite, "comm ledger: uncountable calls refused",
                 ledger_refuses_what_it_cannot_count, 0, 70);
+    for (int ranks = 1; ranks <= 4; ranks++) {
+        static char names[4][96];
+        snprintf(names[ranks - 1], sizeof names[ranks - 1], "collectives: "
+                 "rank-order sums, gathers, exact traffic on %d rank%s",
+                 ranks, ranks > 1 ? "s" : "");
+        harness_add(suite, names[ranks - 1], collectives_exact_on_p_ranks,
+                    ranks - 1, 70);
+    }
     harness_add(suite, "drivers of lessons 02 and 05: --out checked up front",
                 drivers_check_out_up_front, 0, 80);
     harness_add(suite, "train: tiny MNIST files and FIFOs refused",
