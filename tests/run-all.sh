@@ -142,6 +142,9 @@ export ASAN_OPTIONS=allocator_may_return_null=1
 # The library's own code, and every lesson; the given programs' handling of
 # bad input and the MPI harness are not worth a second, slower pass.
 run_suite build/sanitize build/sanitize/tests/common/test_library "sanitized common: library" solution
+# bf16's exhaustive test samples every 97th float here (seconds, not minutes).
+run_suite build/sanitize build/sanitize/tests/common/test_bf16 "sanitized common: bf16" solution
+run_suite build/sanitize build/sanitize/tests/common/test_zero_memory "sanitized common: zero_memory" solution
 for lesson in "$@"; do
     # CUDA maps memory where AddressSanitizer keeps its shadow gap.
     options=$ASAN_OPTIONS

@@ -1,0 +1,332 @@
+/* Lesson 06's memory calculator: how many bytes of model state each
+ * data-parallel rank holds at each ZeRO stage, and how many devices each
+ * stage needs, by the formulas of the ZeRO paper (Rajbhandari et al.,
+ * arXiv 1910.02054; common/zero_memory.h). The table is laid out like
+ * DeepSpeed's estimate_zero2/zero3 model-state estimators, with one column
+ * per stage. Model states only: activations, buffers and fragmentation come
+ * on top, so a "fits" here is necessary, not sufficient.
+ * GB here is 10^9 bytes, as in the paper. You do not need to change this
+ * file.
+ *
+ *     memory_calculator --params 7.5B --ranks 64     Figure 1 of the paper
+ *     memory_calculator --talk                       the opening arithmetic */
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "zero_memory.h"
+
+enum { MAX_RANK_COUNTS = 32 };
+#define MAX_PARAMETERS 1e15 /* a thousand trillion: far past any model */
+#define GB 1e9
+
+/* A parameter count: digits, an optional fraction, and an optional suffix
+ * k, M, B (or G) or T for 10^3, 10^6, 10^9, 10^12: "7500000000", "7.5B",
+ * "1T". Read digit by digit, not through a double, so that "7.5B" is
+ * exactly 7 500 000 000; a count that is not whole ("1.5") is refused.
+ * Returns false for anything else. */
+static bool parse_parameter_count(const char *text, uint64_t *count)
+{
+    uint64_t whole = 0, fraction = 0, fraction_scale = 1;
+    const char *p = text;
+    if (!isdigit((unsigned char)*p))
+        return false;
+    for (; isdigit((unsigned char)*p); p++) {
+        if (whole > (uint64_t)MAX_PARAMETERS)
+            return false;
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return false;
+        for (; isdigit((unsigned char)*p); p++) {
+            if (fraction_scale >= UINT64_C(1000000000000000))
+                return false; /* 15 digits: more than any suffix makes whole */
+            fraction = fraction * 10 + (uint64_t)(*p - '0');
+            fraction_scale *= 10;
+        }
+        /* "7.50B" is "7.5B". */
+        while (fraction_scale > 1 && fraction % 10 == 0) {
+            fraction /= 10;
+            fraction_scale /= 10;
+        }
+    }
+    uint64_t unit = 1;
+    switch (*p) {
+    case '\0':
+        break;
+    case 'k': case 'K':
+        unit = UINT64_C(1000);
+        p++;
+        break;
+    case 'M':
+        unit = UINT64_C(1000000);
+        p++;
+        break;
+    case 'B': case 'G':
+        unit = UINT64_C(1000000000);
+        p++;
+        break;
+    case 'T':
+        unit = UINT64_C(1000000000000);
+        p++;
+        break;
+    default:
+        return false;
+    }
+    if (*p != '\0' || whole > (uint64_t)MAX_PARAMETERS / unit)
+        return false;
+    /* fraction/fraction_scale of a unit is whole when the fraction has no
+     * more digits than the unit has zeros (both are powers of ten). */
+    if (fraction_scale > unit)
+        return false;
+    *count = whole * unit + fraction * (unit / fraction_scale);
+    return *count >= 1 && *count <= (uint64_t)MAX_PARAMETERS;
+}
+
+/* "1,4,16,64": each count 1 .. 2^30, at most MAX_RANK_COUNTS of them. */
+static bool parse_rank_list(const char *text, uint64_t *ranks, int *count)
+{
+    *count = 0;
+    const char *p = text;
+    for (;;) {
+        if (!isdigit((unsigned char)*p) || *count == MAX_RANK_COUNTS)
+            return false;
+        uint64_t value = 0;
+        for (; isdigit((unsigned char)*p); p++) {
+            value = value * 10 + (uint64_t)(*p - '0');
+            if (value > (UINT64_C(1) << 30))
+                return false;
+        }
+        if (value == 0)
+            return false;
+        ranks[(*count)++] = value;
+        if (*p == '\0')
+            return true;
+        if (*p++ != ',')
+            return false;
+    }
+}
+
+/* "7.5B", "128B", "1T", "60M": a count as people say it. */
+static void format_count(uint64_t count, char *buf, size_t len)
+{
+    static const struct { double unit; const char *suffix; } units[] = {
+        { 1e12, "T" }, { 1e9, "B" }, { 1e6, "M" }, { 1e3, "k" },
+    };
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++)
+        if ((double)count >= units[k].unit) {
+            snprintf(buf, len, "%.4g%s", (double)count / units[k].unit,
+                     units[k].suffix);
+            return;
+        }
+    snprintf(buf, len, "%" PRIu64, count);
+}
+
+/* Stops the program on the library's refusal, which the checks on the
+ * flags should have made impossible. */
+static void or_exit(int rc, const char *error)
+{
+    if (rc < 0) {
+        fprintf(stderr, "memory_calculator: %s\n", error);
+        exit(2);
+    }
+}
+
+/* One line: the devices one stage needs, or why none are enough. */
+static void print_devices_needed(const zero_model *model, int stage,
+                                 uint64_t capacity)
+{
+    char error[256];
+    uint64_t devices;
+    int rc = zero_devices_needed(model, stage, capacity, &devices, error,
+                                 sizeof error);
+    or_exit(rc, error);
+    printf("  stage %d %-9s ", stage, zero_stage_name(stage));
+    if (rc == ZERO_NEVER_FITS) {
+        zero_bytes any;
+        or_exit(zero_bytes_per_rank(model, stage, 1, &any, error,
+                                    sizeof error), error);
+        printf("   none: the %.2fGB every rank keeps whole does not leave "
+               "room\n", (double)any.replicated / GB);
+        return;
+    }
+    zero_bytes there;
+    or_exit(zero_bytes_per_rank(model, stage, devices, &there, error,
+                                sizeof error), error);
+    printf("%7" PRIu64 "  (%.2fGB each)\n", devices,
+           zero_bytes_value(there) / GB);
+}
+
+static void print_table(const zero_model *model, const char *precision,
+                        const uint64_t *ranks, int rank_counts,
+                        uint64_t capacity, double device_gb)
+{
+    char count[32], error[256];
+    format_count(model->parameters, count, sizeof count);
+    printf("Estimated memory needed for model states (parameters, gradients, "
+           "optimizer states),\nby the ZeRO paper's formulas:\n");
+    printf("SW: model with %s parameters (%" PRIu64 "); %s parameters and "
+           "gradients (%" PRIu64 " + %" PRIu64 " bytes), K = %" PRIu64
+           " bytes of optimizer state each.\n", count, model->parameters,
+           precision, model->parameter_bytes, model->gradient_bytes,
+           model->optimizer_bytes);
+    printf("GB = 10^9 bytes. Activations and buffers not included.\n\n");
+    printf("       Nd |");
+    for (int stage = 0; stage < ZERO_STAGES; stage++)
+        printf("   stage %d  |", stage);
+    printf("\n          |");
+    for (int stage = 0; stage < ZERO_STAGES; stage++)
+        printf(" %10s |", zero_stage_name(stage));
+    printf("\n");
+    for (int row = 0; row < rank_counts; row++) {
+        printf(" %8" PRIu64 " |", ranks[row]);
+        for (int stage = 0; stage < ZERO_STAGES; stage++) {
+            zero_bytes bytes;
+            or_exit(zero_bytes_per_rank(model, stage, ranks[row], &bytes,
+                                        error, sizeof error), error);
+            printf(" %8.2fGB |", zero_bytes_value(bytes) / GB);
+        }
+        printf("\n");
+    }
+    printf("\nDevices of %gGB each stage needs (the fewest ranks whose model "
+           "states fit):\n", device_gb);
+    for (int stage = 0; stage < ZERO_STAGES; stage++)
+        print_devices_needed(model, stage, capacity);
+}
+
+/* The talk's opening: what 10B, 100B and 1T parameters weigh in fp32, then
+ * what training them takes, against one 141 GB H200. */
+static void print_talk(void)
+{
+    static const uint64_t sizes[] = { UINT64_C(10000000000),
+                                      UINT64_C(100000000000),
+                                      UINT64_C(1000000000000) };
+    const uint64_t h200 = UINT64_C(141000000000);
+    char count[32], error[256];
+    printf("One H200 holds 141GB. In fp32 a parameter is 4 bytes, so the "
+           "weights alone of\n");
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        zero_model weights = { sizes[k], 4, 0, 0 };
+        zero_bytes bytes;
+        uint64_t devices;
+        or_exit(zero_bytes_per_rank(&weights, 0, 1, &bytes, error,
+                                    sizeof error), error);
+        /* Weights spread over devices: the stage that partitions them. */
+        or_exit(zero_devices_needed(&weights, 3, h200, &devices, error,
+                                    sizeof error), error);
+        format_count(sizes[k], count, sizeof count);
+        printf("  %4s parameters are %5.0fGB: %s\n", count,
+               zero_bytes_value(bytes) / GB,
+               devices == 1 ? "they fit on one H200"
+                            : "more than one H200 can hold");
+        if (devices > 1)
+            printf("                             (%" PRIu64 " H200s just to "
+                   "hold them)\n", devices);
+    }
+    printf("\nTraining needs more than the weights: with mixed-precision "
+           "Adam, 2 bytes of\nparameter, 2 of gradient and 12 of optimizer "
+           "state, 16 bytes per parameter.\nH200s each ZeRO stage needs for "
+           "those model states:\n\n");
+    printf("  parameters | model states | stage 0 | stage 1 | stage 2 | "
+           "stage 3 |\n");
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        zero_model model = { sizes[k], 2, 2, 12 };
+        zero_bytes bytes;
+        or_exit(zero_bytes_per_rank(&model, 0, 1, &bytes, error,
+                                    sizeof error), error);
+        format_count(sizes[k], count, sizeof count);
+        printf("  %10s | %10.0fGB |", count, zero_bytes_value(bytes) / GB);
+        for (int stage = 0; stage < ZERO_STAGES; stage++) {
+            uint64_t devices;
+            int rc = zero_devices_needed(&model, stage, h200, &devices, error,
+                                         sizeof error);
+            or_exit(rc, error);
+            if (rc == ZERO_NEVER_FITS)
+                printf(" %7s |", "none");
+            else
+                printf(" %7" PRIu64 " |", devices);
+        }
+        printf("\n");
+    }
+    printf("\n(none: what every rank keeps whole at that stage, 16, 4 or 2 "
+           "bytes per\nparameter, is more than one H200 holds, however many "
+           "there are.)\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *params_text = "7.5B";
+    const char *ranks_text = "1,4,16,64,256,1024";
+    const char *precision = "fp16";
+    size_t optimizer_bytes = 12;
+    double device_gb = 141.0;
+    bool talk = false;
+    const cli_option options[] = {
+        { "params", CLI_STRING, &params_text,
+          "parameters: a count, or with k, M, B or T (7.5B, 1T)", 0, 0 },
+        { "ranks", CLI_STRING, &ranks_text,
+          "data-parallel ranks Nd, a list (1,4,16)", 0, 0 },
+        { "k", CLI_SIZE, &optimizer_bytes,
+          "bytes of optimizer state per parameter (12: mixed-precision "
+          "Adam; 8: fp32 Adam)", 0, 1024 },
+        { "precision", CLI_STRING, &precision,
+          "of parameters and gradients: fp16, bf16 (2 bytes) or fp32 (4)",
+          0, 0 },
+        { "device-gb", CLI_DOUBLE, &device_gb,
+          "memory of one device in GB (10^9 bytes; 141: one H200)", 0.001,
+          1e6 },
+        { "talk", CLI_FLAG, &talk,
+          "the opening arithmetic instead: 10B, 100B, 1T parameters "
+          "against one H200 (other flags unused)", 0, 0 },
+    };
+    const cli_spec spec = { "memory_calculator", "lesson 06: model-state "
+                            "bytes per rank at each ZeRO stage, and the "
+                            "devices each stage needs", options,
+                            sizeof options / sizeof options[0] };
+    char error[256];
+    int result = cli_parse(&spec, argc, argv, error, sizeof error);
+
+    uint64_t parameters = 0, ranks[MAX_RANK_COUNTS];
+    int rank_counts = 0;
+    uint64_t precision_bytes = 0;
+    if (result == CLI_OK) {
+        if (strcmp(precision, "fp16") == 0 || strcmp(precision, "bf16") == 0)
+            precision_bytes = 2;
+        else if (strcmp(precision, "fp32") == 0)
+            precision_bytes = 4;
+        if (!parse_parameter_count(params_text, &parameters)) {
+            snprintf(error, sizeof error, "--params needs a whole count of "
+                     "parameters up to 10^15, such as 7500000000, 7.5B or "
+                     "1T, got '%s'", params_text);
+            result = CLI_ERROR;
+        } else if (!parse_rank_list(ranks_text, ranks, &rank_counts)) {
+            snprintf(error, sizeof error, "--ranks needs a list of up to %d "
+                     "whole numbers from 1 to 2^30, such as 1,4,16, got '%s'",
+                     MAX_RANK_COUNTS, ranks_text);
+            result = CLI_ERROR;
+        } else if (precision_bytes == 0) {
+            snprintf(error, sizeof error, "--precision must be fp16, bf16 or "
+                     "fp32, got '%s'", precision);
+            result = CLI_ERROR;
+        }
+    }
+    int status = cli_report(&spec, result, error, false);
+    if (status >= 0)
+        return status;
+
+    if (talk) {
+        print_talk();
+        return 0;
+    }
+    zero_model model = { parameters, precision_bytes, precision_bytes,
+                         optimizer_bytes };
+    uint64_t capacity = (uint64_t)llround(device_gb * GB);
+    print_table(&model, precision, ranks, rank_counts, capacity, device_gb);
+    return 0;
+}
