@@ -115,7 +115,7 @@ HAVE_SOLUTIONS := $(wildcard solutions)
 # The shared library. not_done.o and the MPI parts are linked as objects:
 # the tests replace not_done.o with the harness's version, and the
 # communication ledger's MPI_* definitions must win over the MPI library's.
-COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c common/collectives.c
+COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c common/collectives.c common/train.c
 COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c,$(wildcard common/*.c))
 HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
 COMMON_TESTS   := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))

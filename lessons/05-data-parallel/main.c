@@ -3,13 +3,13 @@
  * (TODO 1), computes gradients on it, the ranks average them (TODO 2, 3 or
  * 4, by --allreduce), and every rank takes the same optimizer step. Rank 0
  * shows the progress; with --out, every rank reports its final parameters,
- * the loss of every step and what it sent, for the tests.
+ * the loss of every step and what it sent, for the tests. The loop itself
+ * is common/train.h's, which lessons 06 and 07 share: this file says what
+ * each of its steps does here.
  *
  *   mpirun -np 2 build/student/05-data-parallel/train --steps 300
  * You do not need to change this file. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,17 +19,12 @@
 
 #include "check_mpi.h"
 #include "cli.h"
-#include "comm_ledger.h"
 #include "data_parallel.h"
 #include "dataset.h"
-#include "matrix.h"
 #include "memory_ledger.h"
 #include "mlp.h"
 #include "optimizer.h"
-#include "progress.h"
-#include "report.h"
-#include "steps.h"
-#include "timer.h"
+#include "train.h"
 
 typedef struct {
     size_t steps;
@@ -108,6 +103,94 @@ static void load_data(const train_config *c, dataset *train, dataset *held)
         refuse(c, error[0] ? error : "the data could not be loaded");
 }
 
+/* The three ways of averaging the gradients, by --allreduce: each names
+ * the part of the step where a rank stuck in it waits (common/steps.h). */
+typedef enum { MPI_AVERAGE, RING, OVERLAP, METHODS } averaging_method;
+static const struct {
+    const char *name, *compute_mark, *average_mark;
+} methods[METHODS] = {
+    { "mpi", "forward and backward", "TODO 2: average_gradients" },
+    { "ring", "forward and backward", "TODO 3: ring_allreduce" },
+    { "overlap", "forward, backward and TODO 4: start_layer_average",
+      "TODO 4: finish_averages" },
+};
+
+/* What the steps of the loop work on: the whole model on every rank, and
+ * the optimizer's state for all of it. */
+typedef struct {
+    mlp model;
+    averaging_method method;
+    int ranks;
+    overlap_state overlap;  /* TODO 4's averages under way in this step */
+    int sgd;                /* else AdamW */
+    sgd_config sgd_settings;
+    adamw_config adamw_settings;
+    float *state1, *state2; /* SGD's velocity; AdamW's two moments */
+} trainer;
+
+/* Forward and backward on this rank's shard; with overlap, each layer's
+ * average starts as soon as backward has finished that layer. */
+static float forward_backward(void *context, long step, const float *inputs,
+                              const int *labels, size_t batch)
+{
+    trainer *t = context;
+    (void)step;
+    if (t->method == OVERLAP) {
+        t->overlap = (overlap_state){ .comm = MPI_COMM_WORLD };
+        return mlp_step_hooked(&t->model, inputs, labels, batch, NULL,
+                               layer_done, &t->overlap);
+    }
+    return mlp_step(&t->model, inputs, labels, batch, 1, NULL);
+}
+
+/* Every rank's gradients become the average over the ranks. */
+static void average(void *context, long step)
+{
+    trainer *t = context;
+    float *grads = t->model.grads;
+    const size_t count = t->model.parameter_count;
+    (void)step;
+    if (t->method == MPI_AVERAGE) {
+        average_gradients(grads, count, MPI_COMM_WORLD);
+    } else if (t->method == RING) {
+        ring_allreduce(grads, count, MPI_COMM_WORLD);
+        float scale = 1.0f / (float)t->ranks;
+        for (size_t k = 0; k < count; k++)
+            grads[k] *= scale;
+    } else {
+        finish_averages(&t->overlap);
+    }
+}
+
+/* The same update on every rank, from the same averaged gradients. */
+static void update(void *context, long step)
+{
+    trainer *t = context;
+    const size_t count = t->model.parameter_count;
+    if (t->sgd)
+        sgd_step(&t->sgd_settings, t->model.params, t->model.grads,
+                 t->state1, count);
+    else
+        adamw_step(&t->adamw_settings, step + 1, t->model.params,
+                   t->model.grads, t->state1, t->state2, count);
+}
+
+/* How many of a batch of held-out samples the model gets right. */
+static size_t classify(void *context, const float *inputs, const int *labels,
+                       size_t batch)
+{
+    int correct = 0;
+    mlp_step(&((trainer *)context)->model, inputs, labels, batch, 0,
+             &correct);
+    return (size_t)correct;
+}
+
+/* The final parameters, for the report: every rank holds all of them. */
+static const float *parameters(void *context)
+{
+    return ((trainer *)context)->model.params;
+}
+
 int main(int argc, char **argv)
 {
     train_config c = { .steps = 300, .local_batch = 32, .samples = 8192,
@@ -138,172 +221,77 @@ int main(int argc, char **argv)
           0, 0 },
     };
     const cli_spec spec = { "train", "lesson 05: data-parallel training of an "
-                            "MLP", options, sizeof options / sizeof options[0] };
+                            "MLP", options,
+                            sizeof options / sizeof options[0] };
 
     mpi_start(&argc, &argv, &spec, &c.rank, &c.ranks);
     char error[256];
-    int sgd = strcmp(c.optimizer, "sgd") == 0;
-    if (!sgd && strcmp(c.optimizer, "adamw") != 0)
+    trainer t = { .ranks = c.ranks, .method = METHODS,
+                  .sgd = strcmp(c.optimizer, "sgd") == 0 };
+    if (!t.sgd && strcmp(c.optimizer, "adamw") != 0)
         refuse(&c, "--optimizer must be adamw or sgd");
-    enum { MPI_AVERAGE, RING, OVERLAP } method =
-        strcmp(c.allreduce, "mpi") == 0     ? MPI_AVERAGE
-        : strcmp(c.allreduce, "ring") == 0  ? RING
-        : strcmp(c.allreduce, "overlap") == 0 ? OVERLAP : -1;
-    if ((int)method < 0)
+    for (int m = 0; m < METHODS; m++)
+        if (strcmp(c.allreduce, methods[m].name) == 0)
+            t.method = (averaging_method)m;
+    if (t.method == METHODS)
         refuse(&c, "--allreduce must be mpi, ring or overlap");
     if ((c.images == NULL) != (c.labels == NULL))
         refuse(&c, "--mnist-images and --mnist-labels go together");
     c.learning_rate = learning_rate > 0 ? (float)learning_rate
-                                        : sgd ? 0.05f : 1e-3f;
+                                        : t.sgd ? 0.05f : 1e-3f;
 
     c.report = mpi_report_open_or_exit("train", c.out, c.rank);
 
     dataset train = { 0 }, held = { 0 };
     load_data(&c, &train, &held);
-    mlp model;
     mlp_config shape = { train.features, train.classes, c.hidden, c.width,
                          ACTIVATION_RELU };
-    if (mlp_create(&model, &shape, c.local_batch, error, sizeof error) != 0)
+    if (mlp_create(&t.model, &shape, c.local_batch, error, sizeof error) != 0)
         refuse(&c, error);
-    mlp_init(&model, c.seed);
-    size_t count = model.parameter_count;
-    float *state1 = ledger_alloc(MEMORY_OPTIMIZER, count * sizeof(float));
-    float *state2 = sgd ? NULL : ledger_alloc(MEMORY_OPTIMIZER,
-                                              count * sizeof(float));
-    float *inputs = ledger_alloc(MEMORY_ACTIVATIONS, c.local_batch *
-                                 (size_t)train.features * sizeof(float));
-    int *labels = malloc(c.local_batch * sizeof *labels);
-    /* One index more than the batch: a guard, so that my_shard writing past
-     * its local_batch indices shows. */
-    size_t *indices = malloc((c.local_batch + 1) * sizeof *indices);
-    float *losses = malloc(c.steps * sizeof *losses);
-    if (state1 == NULL || (!sgd && state2 == NULL) || inputs == NULL ||
-        labels == NULL || indices == NULL || losses == NULL) {
+    mlp_init(&t.model, c.seed);
+    size_t count = t.model.parameter_count;
+    t.state1 = ledger_alloc(MEMORY_OPTIMIZER, count * sizeof(float));
+    t.state2 = t.sgd ? NULL : ledger_alloc(MEMORY_OPTIMIZER,
+                                           count * sizeof(float));
+    if (t.state1 == NULL || (!t.sgd && t.state2 == NULL)) {
         fprintf(stderr, "train: rank %d: out of memory\n", c.rank);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    memset(state1, 0, count * sizeof(float));
-    if (state2 != NULL)
-        memset(state2, 0, count * sizeof(float));
-    sgd_config sgd_settings = { c.learning_rate, 0.9f };
-    adamw_config adamw_settings = { c.learning_rate, 0.9f, 0.999f, 1e-8f,
-                                    0.0f };
+    memset(t.state1, 0, count * sizeof(float));
+    if (t.state2 != NULL)
+        memset(t.state2, 0, count * sizeof(float));
+    t.sgd_settings = (sgd_config){ c.learning_rate, 0.9f };
+    t.adamw_settings = (adamw_config){ c.learning_rate, 0.9f, 0.999f, 1e-8f,
+                                       0.0f };
 
     if (c.rank == 0)
         printf("train: %d rank%s x %zu samples a step, %zu parameters, %s, "
                "gradients averaged by %s\n", c.ranks, c.ranks == 1 ? "" : "s",
-               c.local_batch, count, sgd ? "SGD with momentum" : "AdamW",
+               c.local_batch, count, t.sgd ? "SGD with momentum" : "AdamW",
                c.allreduce);
-    progress_line progress = progress_start(stdout, (long)c.steps);
-    comm_ledger_reset();
-    double loop_start = timer_now();
-    double gradient_seconds = 0;
-    for (long step = 0; step < (long)c.steps; step++) {
-        steps_enter("TODO 1: my_shard");
-        indices[c.local_batch] = SIZE_MAX;
-        my_shard(step, c.local_batch, c.ranks, c.rank, train.count, indices);
-        if (indices[c.local_batch] != SIZE_MAX) {
-            fprintf(stderr, "train: rank %d: my_shard wrote past its %zu "
-                    "indices (TODO 1)\n", c.rank, c.local_batch);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        for (size_t k = 0; k < c.local_batch; k++) {
-            if (indices[k] >= train.count) {
-                fprintf(stderr, "train: rank %d: my_shard gave sample %zu of "
-                        "%zu (TODO 1)\n", c.rank, indices[k], train.count);
-                MPI_Abort(MPI_COMM_WORLD, 1);
-            }
-            memcpy(&inputs[k * (size_t)train.features],
-                   &train.inputs[indices[k] * (size_t)train.features],
-                   (size_t)train.features * sizeof(float));
-            labels[k] = train.labels[indices[k]];
-        }
-        double start = timer_now();
-        float loss;
-        if (method == OVERLAP) {
-            overlap_state overlap = { .comm = MPI_COMM_WORLD };
-            steps_enter("forward, backward and TODO 4: start_layer_average");
-            loss = mlp_step_hooked(&model, inputs, labels, c.local_batch,
-                                   NULL, layer_done, &overlap);
-            steps_enter("TODO 4: finish_averages");
-            finish_averages(&overlap);
-        } else {
-            steps_enter("forward and backward");
-            loss = mlp_step(&model, inputs, labels, c.local_batch, 1, NULL);
-            if (method == MPI_AVERAGE) {
-                steps_enter("TODO 2: average_gradients");
-                average_gradients(model.grads, count, MPI_COMM_WORLD);
-            } else {
-                steps_enter("TODO 3: ring_allreduce");
-                ring_allreduce(model.grads, count, MPI_COMM_WORLD);
-                float scale = 1.0f / (float)c.ranks;
-                for (size_t k = 0; k < count; k++)
-                    model.grads[k] *= scale;
-            }
-        }
-        gradient_seconds += timer_now() - start;
-        steps_enter("optimizer step");
-        if (sgd)
-            sgd_step(&sgd_settings, model.params, model.grads, state1, count);
-        else
-            adamw_step(&adamw_settings, step + 1, model.params, model.grads,
-                       state1, state2, count);
-        /* The step's loss over the whole global batch, for rank 0: the mean
-         * of the ranks' means (equal shards). */
-        float total = 0;
-        MPI_CHECK(MPI_Reduce(&loss, &total, 1, MPI_FLOAT, MPI_SUM, 0,
-                             MPI_COMM_WORLD));
-        losses[step] = total / (float)c.ranks;
-        if (c.rank == 0 && (step + 1 == (long)c.steps || (step + 1) % 10 == 0))
-            progress_report(&progress, step + 1, losses[step],
-                            (double)(step + 1) * (double)c.local_batch *
-                                c.ranks);
+    const train_steps steps = {
+        .context = &t,
+        .shard = my_shard, .shard_name = "my_shard", .shard_todo = "TODO 1",
+        .compute = forward_backward,
+        .compute_mark = methods[t.method].compute_mark,
+        .synchronise = average,
+        .synchronise_mark = methods[t.method].average_mark,
+        .update = update,
+        .classify = classify,
+        .parameters = parameters,
+        .parameter_count = count,
+        .timed_work = "forward, backward and averaging",
+    };
+    const train_setup setup = { c.steps, c.local_batch, &train, &held, c.rank,
+                                c.ranks, c.report, c.out };
+    int status = train_run(&setup, &steps, error, sizeof error);
+    if (status != 0) {
+        fprintf(stderr, "train: %s\n", error);
+        MPI_Abort(MPI_COMM_WORLD, status);
     }
-    double loop_seconds = timer_now() - loop_start;
-    if (c.rank == 0)
-        progress_finish(&progress);
-    steps_enter("report");
-
-    double held_accuracy = mlp_accuracy(&model, held.inputs, held.labels,
-                                        held.count);
-    if (c.rank == 0)
-        printf("held-out accuracy %.4f after %zu steps; forward, backward "
-               "and averaging took %.3f s of the run\nsummary: ranks=%d steps=%zu "
-               "loss=%.4f accuracy=%.4f samples_per_s=%.0f\n", held_accuracy,
-               c.steps, gradient_seconds, c.ranks, c.steps,
-               losses[c.steps - 1], held_accuracy,
-               (double)c.steps * (double)c.local_batch * c.ranks /
-                   loop_seconds);
-    if (c.report != NULL) {
-        FILE *report = c.report;
-        fprintf(report, "ranks %d\nparameters %zu\nsteps %zu\n"
-                "accuracy_ppm %lld\n", c.ranks, count, c.steps,
-                llround(held_accuracy * 1e6));
-        /* With the requests still open after every step: what TODO 4
-         * started and never completed. */
-        comm_ledger_write(report);
-        if (fclose(report) != 0)
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        double *copy = vector_alloc(count > c.steps ? count : c.steps,
-                                    "report");
-        for (size_t k = 0; k < count; k++)
-            copy[k] = model.params[k];
-        if (report_write_doubles(c.out, "params", c.rank, copy, count) != 0)
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        for (size_t k = 0; k < c.steps; k++)
-            copy[k] = losses[k];
-        if (c.rank == 0 && report_write_doubles(c.out, "losses", 0, copy,
-                                                c.steps) != 0)
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        matrix_free(copy);
-    }
-    mlp_free(&model);
-    ledger_free(state1);
-    ledger_free(state2);
-    ledger_free(inputs);
-    free(labels);
-    free(indices);
-    free(losses);
+    mlp_free(&t.model);
+    ledger_free(t.state1);
+    ledger_free(t.state2);
     dataset_free(&train);
     MPI_CHECK(MPI_Finalize());
     return 0;

@@ -1,5 +1,6 @@
-/* Unit tests of the model library (common/): matmul.h, mlp.h, optimizer.h,
- * dataset.h and progress.h, each checked against a reference written
+/* Unit tests of the model library (common/): matmul.h, mlp.h (whole steps
+ * and one layer at a time, fp32 and bf16), optimizer.h, dataset.h and
+ * progress.h, each checked against a reference written
  * differently (plain loops in double) with a stated tolerance. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "bf16.h"
 #include "compare.h"
 #include "dataset.h"
 #include "matmul.h"
@@ -673,6 +675,617 @@ START_TEST(mlp_hook_sees_each_finished_layer)
 }
 END_TEST
 
+/* ---- mlp.h, one layer at a time ---- */
+
+/* A model for the per-layer tests: `hidden` layers of `width`, parameters
+ * from mlp_init(seed) with small nonzero biases (mlp_init's are zero, and
+ * zero biases would hide a bias that is read from the wrong place). */
+static void make_model(mlp *model, const mlp_config *config, size_t max_batch,
+                       uint64_t seed)
+{
+    char error[256] = "";
+    ck_assert_msg(mlp_create(model, config, max_batch, error,
+                             sizeof error) == 0, "mlp_create: %s", error);
+    mlp_init(model, seed);
+    for (int l = 0; l < model->layer_count; l++)
+        for (int j = 0; j < model->layers[l].out; j++)
+            model->params[model->layers[l].biases + (size_t)j] =
+                (float)(0.1 * rng_at_signed(seed + 1, (uint64_t)l,
+                                            (uint64_t)j));
+}
+
+static void make_layered(mlp *model, const mlp_config *config,
+                         size_t max_batch)
+{
+    char error[256] = "";
+    ck_assert_msg(mlp_create_without_storage(model, config, max_batch, error,
+                                             sizeof error) == 0,
+                  "mlp_create_without_storage: %s", error);
+}
+
+/* Each layer's parameters and gradients in a block of its own, as a caller
+ * that holds them apart would have them, with GUARD floats after each, set
+ * to a value no step writes. */
+enum { GUARD = 3 };
+static const float guard_value = -12345.5f;
+
+typedef struct {
+    int count;
+    float *params[8], *grads[8];
+} layer_blocks;
+
+static layer_blocks blocks_of(const mlp *model)
+{
+    layer_blocks blocks = { .count = model->layer_count };
+    ck_assert(model->layer_count <= 8);
+    for (int l = 0; l < model->layer_count; l++) {
+        size_t n = mlp_layer_parameter_count(model, l);
+        blocks.params[l] = floats(n + GUARD);
+        blocks.grads[l] = floats(n + GUARD);
+        for (size_t k = 0; k < n + GUARD; k++) {
+            blocks.params[l][k] = k < n ? 0.0f : guard_value;
+            blocks.grads[l][k] = k < n ? NAN : guard_value;
+        }
+    }
+    return blocks;
+}
+
+static void blocks_free(layer_blocks *blocks)
+{
+    for (int l = 0; l < blocks->count; l++) {
+        free(blocks->params[l]);
+        free(blocks->grads[l]);
+    }
+}
+
+/* One step through the per-layer calls, in the order mlp.h gives; every
+ * call must be accepted. */
+static float layered_step(mlp *model, layer_blocks *blocks,
+                          const float *inputs, const int *labels,
+                          size_t batch, int *correct)
+{
+    ck_assert_msg(mlp_set_inputs(model, inputs, batch) == 0, "%s",
+                  model->error);
+    for (int l = 0; l < model->layer_count; l++)
+        ck_assert_msg(mlp_forward_layer(model, l, blocks->params[l]) == 0,
+                      "%s", model->error);
+    float loss = mlp_loss(model, labels, 1, correct);
+    ck_assert_msg(!isnan(loss), "%s", model->error);
+    for (int l = model->layer_count - 1; l >= 0; l--)
+        ck_assert_msg(mlp_backward_layer(model, l, blocks->params[l],
+                                         blocks->grads[l]) == 0,
+                      "%s", model->error);
+    return loss;
+}
+
+/* The per-layer steps, on a model without storage whose caller holds each
+ * layer apart, give the same bits as mlp_step: the loss, the count of
+ * right answers and every gradient; and they write nothing past a layer's
+ * gradient, and nothing into its parameters. The shapes make the products
+ * take both their full tiles and their ragged edges; the batch is smaller
+ * than max_batch. A model without storage holds no parameters or
+ * gradients in the memory ledger, and mlp_step refuses it. */
+START_TEST(mlp_layers_match_mlp_step_bitwise)
+{
+    enum { BATCH = 11, MAX_BATCH = 13, INPUTS = 37, CLASSES = 10 };
+    const mlp_config config = { INPUTS, CLASSES, 3, 45,
+                                _i == 0 ? ACTIVATION_RELU : ACTIVATION_GELU };
+    mlp whole, layered;
+    make_model(&whole, &config, MAX_BATCH, 21);
+    size_t parameters0 = memory_ledger_current(MEMORY_PARAMETERS);
+    size_t gradients0 = memory_ledger_current(MEMORY_GRADIENTS);
+    make_layered(&layered, &config, MAX_BATCH);
+    ck_assert(layered.params == NULL && layered.grads == NULL);
+    ck_assert_uint_eq(layered.parameter_count, whole.parameter_count);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_PARAMETERS), parameters0);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_GRADIENTS), gradients0);
+
+    float *inputs = floats(BATCH * INPUTS);
+    int labels[BATCH];
+    fill_random(inputs, BATCH * INPUTS, 22);
+    for (int b = 0; b < BATCH; b++)
+        labels[b] = (b * 3) % CLASSES;
+    layer_blocks blocks = blocks_of(&layered);
+    for (int l = 0; l < layered.layer_count; l++)
+        memcpy(blocks.params[l], &whole.params[whole.layers[l].weights],
+               mlp_layer_parameter_count(&whole, l) * sizeof(float));
+
+    int correct_whole = -1, correct_layered = -2;
+    float loss_whole = mlp_step(&whole, inputs, labels, BATCH, 1,
+                                &correct_whole);
+    float loss_layered = layered_step(&layered, &blocks, inputs, labels,
+                                      BATCH, &correct_layered);
+    ck_assert_msg(memcmp(&loss_whole, &loss_layered, sizeof(float)) == 0,
+                  "loss %.9g from mlp_step, %.9g from the per-layer steps",
+                  loss_whole, loss_layered);
+    ck_assert_int_eq(correct_whole, correct_layered);
+    for (int l = 0; l < layered.layer_count; l++) {
+        size_t n = mlp_layer_parameter_count(&layered, l);
+        const float *want = &whole.grads[whole.layers[l].weights];
+        for (size_t k = 0; k < n; k++)
+            ck_assert_msg(memcmp(&want[k], &blocks.grads[l][k],
+                                 sizeof(float)) == 0, "layer %d, gradient "
+                          "%zu: %.9g from the per-layer steps, %.9g from "
+                          "mlp_step", l, k, blocks.grads[l][k], want[k]);
+        ck_assert(memcmp(blocks.params[l],
+                         &whole.params[whole.layers[l].weights],
+                         n * sizeof(float)) == 0);
+        for (size_t k = n; k < n + GUARD; k++)
+            ck_assert_msg(blocks.grads[l][k] == guard_value &&
+                          blocks.params[l][k] == guard_value, "layer %d: "
+                          "something was written past its %zu parameters "
+                          "or gradients", l, n);
+    }
+    /* Forward only: the same count of right answers, no gradient. */
+    int correct_forward = -3;
+    ck_assert(mlp_set_inputs(&layered, inputs, BATCH) == 0);
+    for (int l = 0; l < layered.layer_count; l++)
+        ck_assert(mlp_forward_layer(&layered, l, blocks.params[l]) == 0);
+    float loss_forward = mlp_loss(&layered, labels, 0, &correct_forward);
+    ck_assert(memcmp(&loss_forward, &loss_whole, sizeof(float)) == 0);
+    ck_assert_int_eq(correct_forward, correct_whole);
+    ck_assert_int_eq(mlp_backward_layer(&layered, layered.layer_count - 1,
+                                        blocks.params[0], blocks.grads[0]),
+                     -1);
+
+    ck_assert(isnan(mlp_step(&layered, inputs, labels, BATCH, 1, NULL)));
+    ck_assert_msg(strstr(layered.error, "no parameters of its own") != NULL,
+                  "mlp_step on a model without storage says '%s'",
+                  layered.error);
+    ck_assert(isnan(mlp_accuracy(&layered, inputs, labels, BATCH)));
+    blocks_free(&blocks);
+    free(inputs);
+    mlp_free(&whole);
+    mlp_free(&layered);
+}
+END_TEST
+
+/* Calls out of order, or out of range, are refused with a reason that
+ * names the call, and change nothing: the right call after them gives
+ * the bits it gives without them. */
+START_TEST(mlp_layers_refuse_calls_out_of_order)
+{
+    enum { BATCH = 4, MAX_BATCH = 4 };
+    const mlp_config config = { SMALL_INPUTS, SMALL_CLASSES, 2, SMALL_WIDTH,
+                                ACTIVATION_GELU };
+    mlp whole, layered;
+    make_model(&whole, &config, MAX_BATCH, 31);
+    make_layered(&layered, &config, MAX_BATCH);
+    layer_blocks blocks = blocks_of(&layered);
+    for (int l = 0; l < 3; l++)
+        memcpy(blocks.params[l], &whole.params[whole.layers[l].weights],
+               mlp_layer_parameter_count(&whole, l) * sizeof(float));
+    float inputs[BATCH * SMALL_INPUTS];
+    fill_random(inputs, BATCH * SMALL_INPUTS, 32);
+    float *P[3] = { blocks.params[0], blocks.params[1], blocks.params[2] };
+    float *G[3] = { blocks.grads[0], blocks.grads[1], blocks.grads[2] };
+
+#define REFUSED(call, says)                                                 \
+    do {                                                                    \
+        layered.error[0] = '\0';                                            \
+        ck_assert_msg((call) == -1, #call " was accepted");                 \
+        ck_assert_msg(strstr(layered.error, says) != NULL &&                \
+                      strchr(layered.error, '\n') == NULL,                  \
+                      #call ": the reason '%s' lacks '%s'", layered.error,  \
+                      says);                                                \
+    } while (0)
+
+    REFUSED(mlp_forward_layer(&layered, 0, P[0]), "mlp_set_inputs first");
+    REFUSED(mlp_set_inputs(&layered, inputs, 0), "takes 1 to 4");
+    REFUSED(mlp_set_inputs(&layered, inputs, MAX_BATCH + 1), "takes 1 to 4");
+    ck_assert(mlp_set_inputs(&layered, inputs, BATCH) == 0);
+    REFUSED(mlp_forward_layer(&layered, 1, P[1]), "layer 1 before layer 0");
+    REFUSED(mlp_forward_layer(&layered, 3, P[1]), "there is no layer 3");
+    REFUSED(mlp_forward_layer(&layered, -1, P[1]), "there is no layer -1");
+    ck_assert(mlp_forward_layer(&layered, 0, P[0]) == 0);
+    ck_assert(mlp_forward_layer(&layered, 1, P[1]) == 0);
+    layered.error[0] = '\0';
+    ck_assert(isnan(mlp_loss(&layered, small_labels, 1, NULL)));
+    ck_assert_msg(strstr(layered.error, "mlp_loss: the last layer has not "
+                         "run") != NULL, "'%s'", layered.error);
+    REFUSED(mlp_backward_layer(&layered, 2, P[2], G[2]), "no gradient");
+    ck_assert(mlp_forward_layer(&layered, 2, P[2]) == 0);
+    int bad_labels[BATCH] = { 0, 1, SMALL_CLASSES, 0 }, correct = -7;
+    layered.error[0] = '\0';
+    ck_assert(isnan(mlp_loss(&layered, bad_labels, 1, &correct)));
+    ck_assert_msg(strstr(layered.error, "sample 2's label is 3") != NULL,
+                  "'%s'", layered.error);
+    ck_assert_int_eq(correct, -7);
+    ck_assert(!isnan(mlp_loss(&layered, small_labels, 1, &correct)));
+    REFUSED(mlp_backward_layer(&layered, 0, P[0], G[0]),
+            "layer 0 when layer 2 is next");
+    for (int l = 2; l >= 0; l--)
+        ck_assert(mlp_backward_layer(&layered, l, P[l], G[l]) == 0);
+    REFUSED(mlp_backward_layer(&layered, 0, P[0], G[0]), "no gradient");
+    /* bf16 steps need the one-layer copy only a model without storage
+     * has. */
+    bf16 weights[1] = { 0 };
+    ck_assert(mlp_set_inputs(&whole, inputs, BATCH) == 0);
+    whole.error[0] = '\0';
+    ck_assert_int_eq(mlp_forward_layer_bf16(&whole, 0, weights), -1);
+    ck_assert_msg(strstr(whole.error, "mlp_create_without_storage") != NULL,
+                  "'%s'", whole.error);
+#undef REFUSED
+
+    /* After all those refusals, the gradients are still mlp_step's. */
+    mlp_step(&whole, inputs, small_labels, BATCH, 1, NULL);
+    for (int l = 0; l < 3; l++)
+        ck_assert_msg(memcmp(G[l], &whole.grads[whole.layers[l].weights],
+                             mlp_layer_parameter_count(&whole, l) *
+                                 sizeof(float)) == 0,
+                      "layer %d's gradient differs from mlp_step's after "
+                      "refused calls", l);
+    blocks_free(&blocks);
+    mlp_free(&whole);
+    mlp_free(&layered);
+}
+END_TEST
+
+/* The bf16 value of bits h, widened here by the definition (the top half
+ * of a float), not by bf16.h. */
+static float widen(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+/* The nearest bf16 to x, ties to the even one, by the definition: of the
+ * two bf16 values around x (x's float bits cut to their top half, and the
+ * next one away from zero), the nearer, compared in double. */
+static uint16_t nearest_bf16(float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    uint16_t toward_zero = (uint16_t)(bits >> 16);
+    uint16_t away = (uint16_t)(toward_zero + 1);
+    double below = fabs((double)widen(toward_zero)), magnitude = fabs(x),
+           above = fabs((double)widen(away));
+    if (magnitude - below != above - magnitude)
+        return magnitude - below < above - magnitude ? toward_zero : away;
+    return (toward_zero & 1) ? away : toward_zero;
+}
+
+/* The bf16 steps are the fp32 steps on the widened parameters, each
+ * gradient rounded to nearest once: the same loss bits, and every bf16
+ * gradient the nearest bf16 to the fp32 one (nearest_bf16, written here).
+ * A gradient rounded twice, truncated, or computed from parameters that
+ * were not widened exactly differs in many elements. */
+START_TEST(mlp_bf16_layers_round_the_fp32_gradient_once)
+{
+    enum { BATCH = 24, INPUTS = 64, CLASSES = 10 };
+    const mlp_config config = { INPUTS, CLASSES, 2, 96, ACTIVATION_GELU };
+    mlp layered;
+    make_layered(&layered, &config, BATCH);
+    const size_t count = layered.parameter_count;
+    float *initial = floats(count);
+    mlp_init_range(&layered, 41, 0, count, initial);
+    /* bf16 parameters near the initial ones, cut here by the definition
+     * (not rounded by bf16.h, which is under test), plus small biases. */
+    bf16 *params16 = malloc(count * sizeof *params16);
+    bf16 *grads16 = malloc(count * sizeof *grads16);
+    ck_assert(params16 != NULL && grads16 != NULL);
+    for (size_t k = 0; k < count; k++) {
+        float value = initial[k] + (float)(0.05 * rng_at_signed(42, k, 0));
+        uint32_t bits;
+        memcpy(&bits, &value, sizeof bits);
+        params16[k] = (bf16)(bits >> 16);
+    }
+    layer_blocks blocks = blocks_of(&layered);
+    for (int l = 0; l < layered.layer_count; l++) {
+        size_t first = layered.layers[l].weights;
+        for (size_t k = 0; k < mlp_layer_parameter_count(&layered, l); k++)
+            blocks.params[l][k] = widen(params16[first + k]);
+    }
+    float inputs[BATCH * INPUTS];
+    int labels[BATCH];
+    fill_random(inputs, BATCH * INPUTS, 43);
+    for (int b = 0; b < BATCH; b++)
+        labels[b] = (b * 7 + 1) % CLASSES;
+
+    int correct32 = -1, correct16 = -2;
+    float loss32 = layered_step(&layered, &blocks, inputs, labels, BATCH,
+                                &correct32);
+    ck_assert(mlp_set_inputs(&layered, inputs, BATCH) == 0);
+    for (int l = 0; l < layered.layer_count; l++)
+        ck_assert_msg(mlp_forward_layer_bf16(&layered, l,
+                                             &params16[layered.layers[l]
+                                                           .weights]) == 0,
+                      "%s", layered.error);
+    float loss16 = mlp_loss(&layered, labels, 1, &correct16);
+    for (int l = layered.layer_count - 1; l >= 0; l--) {
+        size_t first = layered.layers[l].weights;
+        ck_assert_msg(mlp_backward_layer_bf16(&layered, l, &params16[first],
+                                              &grads16[first]) == 0,
+                      "%s", layered.error);
+    }
+    ck_assert_msg(memcmp(&loss32, &loss16, sizeof(float)) == 0, "loss %.9g "
+                  "from the bf16 steps, %.9g from the fp32 steps on the "
+                  "same values", loss16, loss32);
+    ck_assert_int_eq(correct32, correct16);
+    size_t nonzero = 0;
+    for (int l = 0; l < layered.layer_count; l++) {
+        size_t first = layered.layers[l].weights;
+        for (size_t k = 0; k < mlp_layer_parameter_count(&layered, l); k++) {
+            uint16_t want = nearest_bf16(blocks.grads[l][k]);
+            ck_assert_msg(grads16[first + k] == want, "layer %d, gradient "
+                          "%zu: bf16 0x%04x (%.9g); the fp32 gradient is "
+                          "%.9g, whose nearest bf16 is 0x%04x (%.9g)", l, k,
+                          grads16[first + k], widen(grads16[first + k]),
+                          blocks.grads[l][k], want, widen(want));
+            nonzero += blocks.grads[l][k] != 0.0f;
+        }
+    }
+    ck_assert_msg(nonzero > count / 2, "only %zu of %zu gradients are not "
+                  "zero: the check would prove little", nonzero, count);
+    blocks_free(&blocks);
+    free(initial);
+    free(params16);
+    free(grads16);
+    mlp_free(&layered);
+}
+END_TEST
+
+/* ---- the bf16 steps against a reference in double ----
+ *
+ * The reference runs the model in double on the widened bf16 parameters
+ * and, beside every value v, a bound e on |fl(v) - v|, the error of the
+ * fp32 computation the library does (a running error bound, first order;
+ * Higham, "Accuracy and stability of numerical algorithms", 3.1 and 3.3):
+ *   a sum s = b + sum_k x_k y_k of n products, in fp32 in any order:
+ *     |fl(s) - s| <= gamma_(n+1) (|b| + sum |x_k||y_k|), on exact x, y;
+ *     inputs that are themselves off by e_x, e_y add
+ *     sum (|x_k| + e_x)(|y_k| + e_y) - |x_k||y_k|;
+ *   ReLU moves an error by at most itself (it is 1-Lipschitz), provided
+ *   no pre-activation is within its error of 0 (the test requires it);
+ *   softmax: p_c = exp(z_c) / sum exp(z), so a change dz moves p_c by at
+ *     most p_c (|dz_c| + sum_j p_j |dz_j|), and the loss log sum exp(z) -
+ *     z_label by at most |dz_label| + sum_j p_j |dz_j|; the library
+ *     computes both in double from the float logits and rounds p to float
+ *     (u), then (p - onehot) / batch in float (two more roundings).
+ * The terms of second order in the errors, and the reference's own
+ * rounding in double (some 1e-16 relative), are covered by doubling each
+ * bound. A bf16 gradient passes when it is the nearest bf16 to some value
+ * within that bound of the exact gradient: one rounding of the fp32 one.
+ * The bounds come to at most about 2e-4 of a gradient here, and a bf16
+ * step is 2^-8 (4e-3) of it, so nearly every gradient has only one right
+ * answer: parameters that are not the widened bf16 ones, a gradient
+ * truncated instead of rounded, or off by 2^-10 before its rounding, all
+ * fail (each was tried). */
+enum { REF_INPUTS = 9, REF_WIDTH = 20, REF_CLASSES = 5, REF_BATCH = 6,
+       REF_LAYERS = 3 };
+
+typedef struct {
+    double value[REF_BATCH][REF_WIDTH], error[REF_BATCH][REF_WIDTH];
+} ref_activations;   /* (batch, width of the layer) */
+
+/* The bf16 value nearest to any point of [low, high] includes h? That is:
+ * h's rounding interval, halfway to its neighbours in the bf16 lattice,
+ * meets [low, high]. */
+static int rounds_from_interval(uint16_t h, double low, double high)
+{
+    /* Neighbours by order: magnitude bits, with the sign, as an integer. */
+    int order = (h & 0x8000) ? -(int)(h & 0x7fff) : (int)(h & 0x7fff);
+    int below_order = order - 1, above_order = order + 1;
+    uint16_t below = (uint16_t)(below_order < 0 ? 0x8000 | -below_order
+                                                : below_order);
+    uint16_t above = (uint16_t)(above_order < 0 ? 0x8000 | -above_order
+                                                : above_order);
+    double value = widen(h);
+    double from = (value + widen(below)) / 2, to = (value + widen(above)) / 2;
+    return from <= high && low <= to;
+}
+
+START_TEST(mlp_bf16_layers_against_double_reference)
+{
+    const mlp_config config = { REF_INPUTS, REF_CLASSES, REF_LAYERS - 1,
+                                REF_WIDTH, ACTIVATION_RELU };
+    mlp layered;
+    make_layered(&layered, &config, REF_BATCH + 2);
+    const size_t count = layered.parameter_count;
+    bf16 *params16 = malloc(count * sizeof *params16);
+    bf16 *grads16 = malloc(count * sizeof *grads16);
+    ck_assert(params16 != NULL && grads16 != NULL);
+    for (int l = 0; l < REF_LAYERS; l++) {
+        const mlp_layer *layer = &layered.layers[l];
+        for (size_t k = layer->weights;
+             k < layer->biases + (size_t)layer->out; k++) {
+            double scale = k < layer->biases ? sqrt(6.0 / layer->in) : 0.1;
+            float value = (float)(scale * rng_at_signed(51, k, 0));
+            uint32_t bits;
+            memcpy(&bits, &value, sizeof bits);
+            params16[k] = (bf16)(bits >> 16);
+        }
+    }
+    float inputs[REF_BATCH * REF_INPUTS];
+    const int labels[REF_BATCH] = { 0, 4, 2, 1, 3, 2 };
+    fill_random(inputs, REF_BATCH * REF_INPUTS, 52);
+
+    /* Forward in double, with error bounds. */
+    static ref_activations pre[REF_LAYERS], post[REF_LAYERS];
+    memset(pre, 0, sizeof pre);
+    memset(post, 0, sizeof post);
+    for (int l = 0; l < REF_LAYERS; l++) {
+        const mlp_layer *layer = &layered.layers[l];
+        for (int b = 0; b < REF_BATCH; b++)
+            for (int j = 0; j < layer->out; j++) {
+                double bias = widen(params16[layer->biases + (size_t)j]);
+                double sum = bias, terms = fabs(bias), carried = 0;
+                for (int i = 0; i < layer->in; i++) {
+                    double w = widen(params16[layer->weights +
+                                              (size_t)j * (size_t)layer->in +
+                                              (size_t)i]);
+                    double x = l == 0 ? inputs[b * REF_INPUTS + i]
+                                      : post[l - 1].value[b][i];
+                    double e = l == 0 ? 0 : post[l - 1].error[b][i];
+                    sum += w * x;
+                    terms += fabs(w) * (fabs(x) + e);
+                    carried += fabs(w) * e;
+                }
+                pre[l].value[b][j] = sum;
+                pre[l].error[b][j] =
+                    gamma_float((size_t)layer->in + 1) * terms + carried;
+                if (l == REF_LAYERS - 1)
+                    continue;
+                ck_assert_msg(fabs(sum) > pre[l].error[b][j], "layer %d, "
+                              "sample %d, unit %d: pre-activation %.3g is "
+                              "within its error bound of ReLU's kink: choose "
+                              "other seeds", l, b, j, sum);
+                post[l].value[b][j] = sum > 0 ? sum : 0;
+                post[l].error[b][j] = sum > 0 ? pre[l].error[b][j] : 0;
+            }
+    }
+    /* The loss and the gradient at the logits. */
+    double loss = 0, loss_error = 0;
+    static ref_activations gradient;   /* at the current layer's outputs */
+    memset(&gradient, 0, sizeof gradient);
+    const ref_activations *logits = &pre[REF_LAYERS - 1];
+    for (int b = 0; b < REF_BATCH; b++) {
+        double largest = logits->value[b][0], sum = 0, p[REF_CLASSES];
+        for (int c = 1; c < REF_CLASSES; c++)
+            largest = fmax(largest, logits->value[b][c]);
+        for (int c = 0; c < REF_CLASSES; c++)
+            sum += exp(logits->value[b][c] - largest);
+        double spread = 0;   /* sum_j p_j |dz_j| */
+        for (int c = 0; c < REF_CLASSES; c++) {
+            p[c] = exp(logits->value[b][c] - largest) / sum;
+            spread += p[c] * logits->error[b][c];
+        }
+        loss += log(sum) + largest - logits->value[b][labels[b]];
+        loss_error += logits->error[b][labels[b]] + spread;
+        for (int c = 0; c < REF_CLASSES; c++) {
+            double onehot = c == labels[b];
+            double p_error = p[c] * (logits->error[b][c] + spread) +
+                             float_u * p[c];
+            gradient.value[b][c] = (p[c] - onehot) / REF_BATCH;
+            gradient.error[b][c] = p_error / REF_BATCH +
+                                   2 * float_u * fabs(p[c] - onehot) /
+                                       REF_BATCH;
+        }
+    }
+    loss /= REF_BATCH;
+    loss_error = loss_error / REF_BATCH + float_u * fabs(loss);
+
+    /* The library's bf16 steps. */
+    int correct = -1;
+    ck_assert(mlp_set_inputs(&layered, inputs, REF_BATCH) == 0);
+    for (int l = 0; l < REF_LAYERS; l++)
+        ck_assert_msg(mlp_forward_layer_bf16(&layered, l,
+                                             &params16[layered.layers[l]
+                                                           .weights]) == 0,
+                      "%s", layered.error);
+    float got_loss = mlp_loss(&layered, labels, 1, &correct);
+    for (int l = REF_LAYERS - 1; l >= 0; l--) {
+        size_t first = layered.layers[l].weights;
+        ck_assert_msg(mlp_backward_layer_bf16(&layered, l, &params16[first],
+                                              &grads16[first]) == 0,
+                      "%s", layered.error);
+    }
+    ck_assert_msg(fabs(got_loss - loss) <= 2 * loss_error, "loss %.9g from "
+                  "the bf16 steps, %.9g in double (bound %.3g)", got_loss,
+                  loss, 2 * loss_error);
+
+    /* Backward in double, layer by layer, each bf16 gradient checked. */
+    size_t checked = 0;
+    for (int l = REF_LAYERS - 1; l >= 0; l--) {
+        const mlp_layer *layer = &layered.layers[l];
+        const int out = layer->out, in = layer->in;
+        for (int j = 0; j < out; j++) {
+            for (int i = 0; i <= in; i++) {   /* i == in: the bias */
+                double sum = 0, terms = 0, carried = 0;
+                for (int b = 0; b < REF_BATCH; b++) {
+                    double g = gradient.value[b][j], eg = gradient.error[b][j];
+                    double x = i == in ? 1
+                               : l == 0 ? inputs[b * REF_INPUTS + i]
+                                        : post[l - 1].value[b][i];
+                    double ex = i == in || l == 0 ? 0
+                                                  : post[l - 1].error[b][i];
+                    sum += g * x;
+                    terms += (fabs(g) + eg) * (fabs(x) + ex);
+                    carried += (fabs(g) + eg) * (fabs(x) + ex) -
+                               fabs(g) * fabs(x);
+                }
+                double bound = 2 * (gamma_float(REF_BATCH) * terms + carried);
+                size_t at = i == in ? layer->biases + (size_t)j
+                                    : layer->weights +
+                                          (size_t)j * (size_t)in + (size_t)i;
+                ck_assert_msg(rounds_from_interval(grads16[at], sum - bound,
+                                                   sum + bound),
+                              "layer %d, %s gradient %zu: bf16 %.9g; the "
+                              "exact gradient is %.9g, the fp32 one within "
+                              "%.3g of it, so the bf16 one must be its "
+                              "rounding: %.9g", l, i == in ? "bias" :
+                              "weight", at, widen(grads16[at]), sum, bound,
+                              widen(nearest_bf16((float)sum)));
+                checked++;
+            }
+        }
+        if (l == 0)
+            break;
+        /* The gradient at the inputs: din = dout W, through ReLU's mask. */
+        static ref_activations below;
+        memset(&below, 0, sizeof below);
+        for (int b = 0; b < REF_BATCH; b++)
+            for (int i = 0; i < in; i++) {
+                double sum = 0, terms = 0, carried = 0;
+                for (int j = 0; j < out; j++) {
+                    double w = widen(params16[layer->weights +
+                                              (size_t)j * (size_t)in +
+                                              (size_t)i]);
+                    sum += gradient.value[b][j] * w;
+                    terms += (fabs(gradient.value[b][j]) +
+                              gradient.error[b][j]) * fabs(w);
+                    carried += gradient.error[b][j] * fabs(w);
+                }
+                int on = pre[l - 1].value[b][i] > 0;
+                below.value[b][i] = on ? sum : 0;
+                below.error[b][i] =
+                    on ? gamma_float((size_t)out) * terms + carried : 0;
+            }
+        gradient = below;
+    }
+    ck_assert_uint_eq(checked, count);
+    free(params16);
+    free(grads16);
+    mlp_free(&layered);
+}
+END_TEST
+
+/* mlp_init_range is mlp_init's buffer, slice by slice: slices that start
+ * and end inside a layer, cross from weights to biases and from one layer
+ * to the next, one entry, the whole. */
+START_TEST(mlp_init_range_slices_mlp_init)
+{
+    mlp_config config = { 6, 4, 2, 9, ACTIVATION_RELU };
+    mlp model;
+    char error[256] = "";
+    ck_assert_msg(mlp_create(&model, &config, 3, error, sizeof error) == 0,
+                  "%s", error);
+    mlp_init(&model, 61);
+    const size_t count = model.parameter_count;
+    const size_t slices[][2] = {   /* first, count */
+        { 0, 0 }, { 0, 1 }, { 5, 17 }, { 50, 20 }, { 60, 40 },
+        { count - 1, 1 }, { 0, 0 },
+    };
+    float *slice = floats(count);
+    for (size_t s = 0; s < sizeof slices / sizeof slices[0]; s++) {
+        size_t first = slices[s][0], n = s == 6 ? count : slices[s][1];
+        for (size_t k = 0; k < count; k++)
+            slice[k] = -7.0f;
+        mlp_init_range(&model, 61, first, n, slice);
+        ck_assert_msg(memcmp(slice, &model.params[first],
+                             n * sizeof(float)) == 0, "entries %zu to %zu "
+                      "differ from mlp_init's", first, first + n);
+        for (size_t k = n; k < count; k++)
+            ck_assert_msg(slice[k] == -7.0f, "mlp_init_range(%zu, %zu) "
+                          "wrote entry %zu past its slice", first, n, k);
+    }
+    free(slice);
+    mlp_free(&model);
+}
+END_TEST
+
 /* ---- optimizer.h ---- */
 
 /* One step of SGD with momentum against the formula in double, with the
@@ -1205,6 +1818,18 @@ Suite *lesson_suite(void)
                 mlp_create_refuses_bad_configs, 0, 10);
     harness_add(suite, "mlp: hook sees each finished layer",
                 mlp_hook_sees_each_finished_layer, 0, 10);
+    harness_add(suite, "mlp: ReLU per-layer steps give mlp_step's bits",
+                mlp_layers_match_mlp_step_bitwise, 0, 10);
+    harness_add(suite, "mlp: GELU per-layer steps give mlp_step's bits",
+                mlp_layers_match_mlp_step_bitwise, 1, 10);
+    harness_add(suite, "mlp: per-layer calls out of order refused",
+                mlp_layers_refuse_calls_out_of_order, 0, 10);
+    harness_add(suite, "mlp: bf16 steps round the fp32 gradient once",
+                mlp_bf16_layers_round_the_fp32_gradient_once, 0, 10);
+    harness_add(suite, "mlp: bf16 steps against double, error bounded",
+                mlp_bf16_layers_against_double_reference, 0, 10);
+    harness_add(suite, "mlp: init_range slices init",
+                mlp_init_range_slices_mlp_init, 0, 10);
     harness_add(suite, "optimizer: SGD with momentum by hand",
                 sgd_momentum_step_by_hand, 0, 10);
     harness_add(suite, "optimizer: two AdamW steps by hand",

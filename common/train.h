@@ -1,0 +1,115 @@
+/* One training loop, shared by the drivers of lessons 05-07.
+ *
+ * Every rank runs the same loop; what differs between the lessons (how the
+ * gradients are synchronised, how and where the parameters are updated,
+ * whether they are whole, sharded or offloaded) is plugged in by the
+ * driver as functions. Each step, on every rank, in this order:
+ *
+ *   1. shard        the driver's function names the local_batch samples
+ *                   this rank takes (lesson 05's TODO 1); the loop checks
+ *                   every index and copies the samples in
+ *   2. compute      forward and backward on them; returns their mean loss
+ *   3. synchronise  the gradients across the ranks (may be NULL: compute
+ *                   did it, as lesson 06's stage 2 does during backward)
+ *   4. update       the optimizer step
+ *   5. the step's loss, the mean over the ranks, to rank 0, which shows the
+ *      progress line (common/progress.h) every 10 steps and at the last
+ *
+ * Then the held-out accuracy (classify, batch by batch), rank 0's closing
+ * lines, and, when the driver opened one, each rank's report to the tests
+ * (common/report.h):
+ *
+ *   OUT/rank-R.txt          ranks P / parameters N / steps S /
+ *                           accuracy_ppm A / the driver's own lines / the
+ *                           communication ledger (comm_ledger_write)
+ *   OUT/params-rank-R.bin   the final parameters, as doubles
+ *   OUT/losses-rank-0.bin   rank 0: the loss of every step, as doubles
+ *
+ * The loop marks each part as the rank enters it (common/steps.h), so a run
+ * that hangs says where. The communication ledger is reset just before the
+ * first step: the report counts the loop's traffic, the loss's reduction
+ * included.
+ *
+ * Not here: which samples a rank takes (the driver's shard function: it is
+ * lesson 05's exercise), and anything about the model. */
+#ifndef ZZ_TRAIN_H
+#define ZZ_TRAIN_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "dataset.h"
+
+/* Writes the local_batch indices of the samples that rank `rank` of
+ * `ranks` takes at step `step` (from 0), each below dataset_size, into
+ * indices: lesson 05's my_shard. */
+typedef void train_shard_fn(long step, size_t local_batch, int ranks,
+                            int rank, size_t dataset_size, size_t *indices);
+
+/* Forward and backward of step `step` on `batch` samples: inputs is
+ * (batch, features), labels (batch). Returns the samples' mean loss. */
+typedef float train_compute_fn(void *context, long step, const float *inputs,
+                               const int *labels, size_t batch);
+
+/* Synchronise the gradients, or update the parameters, after step `step`
+ * (from 0; AdamW's bias correction counts from 1, so it takes step + 1). */
+typedef void train_step_fn(void *context, long step);
+
+/* How many of the `batch` samples (inputs (batch, features), labels
+ * (batch)) the model classifies right: forward only. */
+typedef size_t train_classify_fn(void *context, const float *inputs,
+                                 const int *labels, size_t batch);
+
+/* The final parameters, for the report: parameter_count floats, which the
+ * driver may gather into a buffer of its own here. */
+typedef const float *train_parameters_fn(void *context);
+
+/* Lines of the driver's own in its rank's report. */
+typedef void train_report_fn(void *context, FILE *report);
+
+/* What the driver plugs in. The marks are what common/steps.h shows of a
+ * rank stuck in that part ("TODO 2: average_gradients"). */
+typedef struct {
+    void *context;                    /* handed to every function here */
+    train_shard_fn *shard;
+    const char *shard_name;           /* "my_shard", in marks and messages */
+    const char *shard_todo;           /* "TODO 1", or NULL: where a wrong
+                                         index sends the student */
+    train_compute_fn *compute;
+    const char *compute_mark;         /* "forward and backward" */
+    train_step_fn *synchronise;       /* NULL: compute synchronised */
+    const char *synchronise_mark;
+    train_step_fn *update;
+    const char *update_mark;          /* NULL: "optimizer step" */
+    train_classify_fn *classify;
+    train_parameters_fn *parameters;
+    train_report_fn *report_lines;    /* NULL: none */
+    size_t parameter_count;
+    const char *timed_work;           /* what compute and synchronise are
+                                         called in the closing line:
+                                         "forward, backward and averaging" */
+} train_steps;
+
+/* The run. */
+typedef struct {
+    size_t steps;                     /* at least 1 */
+    size_t local_batch;               /* samples per rank per step, >= 1 */
+    const dataset *train, *held;      /* every rank's whole copy */
+    int rank, ranks;                  /* in MPI_COMM_WORLD */
+    FILE *report;                     /* this rank's OUT/rank-R.txt, opened
+                                         before any work, or NULL: no
+                                         report. Closed here. */
+    const char *out;                  /* OUT, for the .bin files */
+} train_setup;
+
+/* Runs the whole loop; every rank calls it. Returns 0, or, on this rank
+ * alone, the status the job must end with, and one line in `error`
+ * ("rank 1: my_shard gave sample 300 of 300 (TODO 1)"): 1 when the shard
+ * function gave a wrong index or the report could not be written, 2 when
+ * there is no memory for the loop's buffers. The other ranks may be
+ * waiting for this one: the driver ends the job,
+ *     MPI_Abort(MPI_COMM_WORLD, status). */
+int train_run(const train_setup *setup, const train_steps *steps,
+              char *error, size_t error_len);
+
+#endif
