@@ -29,7 +29,8 @@ int main(int argc, char **argv)
     int reps = 10;
     const cli_option options[] = {
         { "n", CLI_SIZE, &n, "A is n x n", 1, 1u << 17 },
-        { "reps", CLI_INT, &reps, "interleaved repetitions", 1, 1000 },
+        { "reps", CLI_INT, &reps, "interleaved repetitions", 1,
+          TIMINGS_MAX },
     };
     const cli_spec spec = { "bench_01", "lesson 01 against OpenBLAS dgemv and "
                             "STREAM triad, one core", options, 2 };
@@ -63,8 +64,7 @@ int main(int argc, char **argv)
     }
     triad_once(&triad);
 
-    enum { max_reps = 1000 };
-    static double seconds[VARIANTS][max_reps];
+    static double seconds[VARIANTS][TIMINGS_MAX];
     for (int r = 0; r < reps; r++) {
         for (int k = 0; k < VARIANTS; k++) {
             int v = (r + k) % VARIANTS;

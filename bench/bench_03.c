@@ -113,7 +113,8 @@ int main(int argc, char **argv)
     int reps = 10, pause = 150;
     const cli_option options[] = {
         { "n", CLI_SIZE, &n, "A and L are n x n", 1, 1u << 17 },
-        { "reps", CLI_INT, &reps, "interleaved repetitions", 1, 1000 },
+        { "reps", CLI_INT, &reps, "interleaved repetitions", 1,
+          TIMINGS_MAX },
         { "pause-ms", CLI_INT, &pause, "idle time before each timing, so "
           "that spinning threads of the previous variant go to sleep", 0,
           10000 },
@@ -160,8 +161,7 @@ int main(int argc, char **argv)
         expect_right(v, &c);
     }
 
-    enum { max_reps = 1000 };
-    static double seconds[VARIANTS][max_reps];
+    static double seconds[VARIANTS][TIMINGS_MAX];
     for (int r = 0; r < reps; r++)
         for (int k = 0; k < VARIANTS; k++) {
             int v = (r + k) % VARIANTS;

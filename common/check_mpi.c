@@ -3,6 +3,7 @@
 #include "check_mpi.h"
 
 #include "cli.h"
+#include "report.h"
 #include "steps.h"
 
 #include <errno.h>
@@ -82,7 +83,7 @@ FILE *mpi_report_open_or_exit(const char *program, const char *out, int rank)
 {
     if (out == NULL)
         return NULL;
-    char path[4096];
+    char path[REPORT_PATH];
     FILE *report = NULL;
     int problem = 0;
     if (snprintf(path, sizeof path, "%s/rank-%d.txt", out, rank) >=

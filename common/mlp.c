@@ -23,7 +23,6 @@
 #include "memory_ledger.h"
 #include "rng.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,7 +59,10 @@ static int fail(char *error, size_t error_len, const char *reason)
     return -1;
 }
 
-static const char *config_problem(const mlp_config *config, size_t max_batch)
+/* What is wrong with the configuration, or NULL; `room` holds a reason
+ * that needs a number. */
+static const char *config_problem(const mlp_config *config, size_t max_batch,
+                                  char *room, size_t room_len)
 {
     if (config->inputs < 1)
         return "inputs must be at least 1";
@@ -69,8 +71,11 @@ static const char *config_problem(const mlp_config *config, size_t max_batch)
                "nothing)";
     if (config->hidden_layers < 0)
         return "hidden_layers must be 0 or more";
-    if (config->hidden_layers == INT_MAX)
-        return "hidden_layers is too large";
+    if (config->hidden_layers > MLP_MAX_HIDDEN_LAYERS) {
+        snprintf(room, room_len, "hidden_layers must be at most %d "
+                 "(MLP_MAX_HIDDEN_LAYERS)", MLP_MAX_HIDDEN_LAYERS);
+        return room;
+    }
     if (config->hidden_layers > 0 && config->width < 1)
         return "width must be at least 1 when there are hidden layers";
     if (config->activation != ACTIVATION_RELU &&
@@ -88,7 +93,9 @@ static int create(mlp *model, const mlp_config *config, size_t max_batch,
                   int own_storage, char *error, size_t error_len)
 {
     memset(model, 0, sizeof *model);
-    const char *problem = config_problem(config, max_batch);
+    char room[80];
+    const char *problem = config_problem(config, max_batch, room,
+                                         sizeof room);
     if (problem != NULL)
         return fail(error, error_len, problem);
 

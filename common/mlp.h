@@ -55,10 +55,16 @@
 
 typedef enum { ACTIVATION_RELU, ACTIVATION_GELU } activation_kind;
 
+/* The deepest model mlp_create builds, and so the most layers any model
+ * has: an array of one entry per layer (lesson 05's overlap_state) holds
+ * MLP_MAX_LAYERS. */
+enum { MLP_MAX_HIDDEN_LAYERS = 16, MLP_MAX_LAYERS = MLP_MAX_HIDDEN_LAYERS + 1 };
+
 typedef struct {
     int inputs;          /* features per sample */
     int classes;         /* outputs */
-    int hidden_layers;   /* depth: 0 gives logistic regression */
+    int hidden_layers;   /* depth: 0 gives logistic regression; at most
+                            MLP_MAX_HIDDEN_LAYERS */
     int width;           /* units per hidden layer */
     activation_kind activation;
 } mlp_config;
@@ -72,7 +78,7 @@ typedef struct {
 
 typedef struct {
     mlp_config config;
-    int layer_count;     /* hidden_layers + 1 */
+    int layer_count;     /* hidden_layers + 1, at most MLP_MAX_LAYERS */
     mlp_layer *layers;   /* (layer_count) */
     size_t parameter_count;
     size_t largest_layer; /* the most parameters (W and b) of any one layer */
@@ -101,8 +107,9 @@ typedef struct {
 /* Builds a model for batches of up to max_batch samples, with its own
  * flat buffers of parameters and gradients (zeros until mlp_init). Returns
  * 0, or -1 with a one-line reason in `error` (a configuration out of range:
- * inputs < 1, classes < 2, hidden_layers < 0, width < 1 with hidden layers,
- * max_batch 0; a size that overflows; no memory). After a failure *model
+ * inputs < 1, classes < 2, hidden_layers < 0 or > MLP_MAX_HIDDEN_LAYERS,
+ * width < 1 with hidden layers, max_batch 0; a size that overflows; no
+ * memory). After a failure *model
  * is all zeros, and mlp_free on it is harmless. */
 int mlp_create(mlp *model, const mlp_config *config, size_t max_batch,
                char *error, size_t error_len);

@@ -1,15 +1,6 @@
-/* The balanced block partition. */
+/* The balanced block partition: sizes and owners, from block_range
+ * (common/block_range.c, alone in its own file: see there why). */
 #include "partition.h"
-
-void block_range(size_t total, size_t parts, size_t index, size_t *begin,
-                 size_t *end)
-{
-    size_t base = total / parts, extra = total % parts;
-    /* Parts before `index` that got an extra item: min(index, extra). */
-    size_t earlier_extras = index < extra ? index : extra;
-    *begin = index * base + earlier_extras;
-    *end = *begin + base + (index < extra ? 1 : 0);
-}
 
 size_t block_size(size_t total, size_t parts, size_t index)
 {

@@ -9,7 +9,9 @@
 
 #include <stddef.h>
 
-/* Part `index` (0 <= index < parts, parts >= 1) owns items [*begin, *end). */
+/* Part `index` (0 <= index < parts, parts >= 1) owns items [*begin, *end).
+ * Lesson 02's students write it (TODO 1, in rows.c); every other program
+ * is given it (common/block_range.c). */
 void block_range(size_t total, size_t parts, size_t index, size_t *begin,
                  size_t *end);
 

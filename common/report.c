@@ -10,11 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Room for any report's path: the folder, a slash, the longest file name
- * a driver writes ("params-rank-2147483647.bin") and then some. A folder
- * whose name leaves no room is refused up front, never cut short later. */
-enum { REPORT_PATH = 4096, REPORT_NAME_ROOM = 96 };
-
 /* True when `path` (resolved, absolute) is `top` or inside it. */
 static bool is_under(const char *path, const char *top)
 {
@@ -92,7 +87,7 @@ static bool report_path(char path[REPORT_PATH], const char *dir,
 
 FILE *report_open(const char *dir, int rank)
 {
-    char name[64], path[REPORT_PATH];
+    char name[sizeof "rank--2147483648.txt"], path[REPORT_PATH]; /* any int */
     snprintf(name, sizeof name, "rank-%d.txt", rank);
     if (!report_path(path, dir, name))
         return NULL;
@@ -105,7 +100,9 @@ FILE *report_open(const char *dir, int rank)
 int report_write_doubles(const char *dir, const char *name, int rank,
                          const double *values, size_t count)
 {
-    char file_name[256], path[REPORT_PATH];
+    /* The file name and its NUL: the room report_check_dir leaves, less
+     * the slash. */
+    char file_name[REPORT_NAME_ROOM - 1], path[REPORT_PATH];
     int len = snprintf(file_name, sizeof file_name, "%s-rank-%d.bin", name,
                        rank);
     if (len < 0 || (size_t)len >= sizeof file_name) {

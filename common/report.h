@@ -31,6 +31,12 @@
  * Without MPI: print "PROGRAM: WHY" and exit 2. */
 int report_check_dir(const char *dir, char *error, size_t error_len);
 
+/* Room for any report's path: the folder, then REPORT_NAME_ROOM for a
+ * slash, the file name ("params-rank-2147483647.bin": 26 characters) and
+ * its NUL. report_check_dir refuses a folder whose name leaves less, and
+ * report_write_doubles a longer file name: a path is never cut short. */
+enum { REPORT_PATH = 4096, REPORT_NAME_ROOM = 96 };
+
 /* Opens DIR/rank-RANK.txt for writing; NULL (after saying why) on failure. */
 FILE *report_open(const char *dir, int rank);
 

@@ -3,28 +3,32 @@
 #include "steps.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* The file is two fixed fields, each a NUL-padded line, so a reader never
- * sees a half-written record longer than a field. */
-enum { FIELD = 96, PAGE = 2 * FIELD };
+/* The file: the step's field, then the MPI call's (steps.h). */
+enum { FIELD = STEPS_FIELD, PAGE = 2 * FIELD };
 
 static char *page;
 
 void steps_open(int rank)
 {
     const char *dir = getenv("ZZ_STEPS_DIR");
-    char path[4096];
+    char path[PATH_MAX];
     if (dir == NULL || page != NULL)
         return;
-    snprintf(path, sizeof path, "%s/rank-%d", dir, rank);
+    /* Reporting is a help, never a reason to fail the run: a folder whose
+     * name leaves no room, or one that takes no file, means no steps. */
+    int length = snprintf(path, sizeof path, "%s/rank-%d", dir, rank);
+    if (length < 0 || length >= (int)sizeof path)
+        return;
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
-        return; /* reporting is a help, never a reason to fail the run */
+        return;
     if (ftruncate(fd, PAGE) == 0) {
         void *mapped = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
                             fd, 0);

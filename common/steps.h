@@ -14,10 +14,16 @@
 #ifndef ZZ_STEPS_H
 #define ZZ_STEPS_H
 
+/* The file is two fixed fields of STEPS_FIELD bytes, the step and then the
+ * MPI call, each a NUL-padded line, so a reader never sees a half-written
+ * record longer than a field. */
+enum { STEPS_FIELD = 96 };
+
 /* Opens this rank's file (ZZ_STEPS_DIR/rank-RANK). Call once, early. */
 void steps_open(int rank);
 
-/* This rank now works on `step` (at most 95 characters are kept). */
+/* This rank now works on `step` (at most STEPS_FIELD - 1 characters are
+ * kept). */
 void steps_enter(const char *step);
 
 /* This rank is inside MPI call `call`; NULL when it has returned. */

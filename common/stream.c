@@ -65,13 +65,12 @@ double triad_bytes(size_t n)
 int stream_triad_gbs(size_t n, int reps, double *gbs, char *error,
                      size_t error_len)
 {
-    enum { max_reps = 64 };
-    double seconds[max_reps];
+    double seconds[TRIAD_MAX_REPS];
     triad_arrays arrays;
     if (triad_try_alloc(n, &arrays, error, error_len) != 0)
         return -1;
-    if (reps > max_reps)
-        reps = max_reps;
+    if (reps > TRIAD_MAX_REPS)
+        reps = TRIAD_MAX_REPS;
     if (reps < 1)
         reps = 1;
     triad_once(&arrays); /* warm up: TLB, frequency */

@@ -35,10 +35,14 @@ double triad_once(triad_arrays *arrays);
 double triad_bytes(size_t n);
 
 /* Into *gbs, the median GB/s (10^9 bytes per second) of `reps` triads
- * (1 to 64) on n-element arrays, allocated and freed here. Returns 0, or -1
- * with one line in `error` when the arrays cannot be allocated. */
+ * (1 to TRIAD_MAX_REPS; fewer or more are taken as those bounds) on
+ * n-element arrays, allocated and freed here. Returns 0, or -1 with one
+ * line in `error` when the arrays cannot be allocated. */
 int stream_triad_gbs(size_t n, int reps, double *gbs, char *error,
                      size_t error_len);
+
+/* The most triads stream_triad_gbs times: lesson 00's --reps limit. */
+enum { TRIAD_MAX_REPS = 64 };
 
 /* An array length comfortably out of any cache: 2^23 doubles, 64 MiB per
  * array, 192 MiB in all. */

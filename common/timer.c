@@ -23,12 +23,11 @@ double timings_median(const double *values, int count)
 {
     /* Benchmarks take a handful of repetitions: a copy on the stack is
      * enough, and keeps this free of allocation failures. */
-    enum { max_count = 1024 };
-    double sorted[max_count];
+    double sorted[TIMINGS_MAX];
     if (count < 1)
         return 0.0;
-    if (count > max_count)
-        count = max_count;
+    if (count > TIMINGS_MAX)
+        count = TIMINGS_MAX;
     memcpy(sorted, values, (size_t)count * sizeof *sorted);
     qsort(sorted, (size_t)count, sizeof *sorted, compare_doubles);
     if (count % 2 == 1)

@@ -9,7 +9,10 @@
 #     implementation; loading code; running programs; opening files);
 #   - a raw system call instruction (a way around every rule above);
 #   - an #include of any file but the lesson's and common/'s headers and the
-#     system's (the solutions, the tests), and .incbin or #embed.
+#     system's (the solutions, the tests), and .incbin or #embed;
+#   - a file that leaves out a function the lesson's symbols file says it
+#     must define ("define" lines): one common/ also has, which the linker
+#     would otherwise take from libcommon.a in place of the student's.
 # Exits 0 when every file passes, 1 otherwise. The student build, the
 # solutions and every grading run it, so students meet the rules early and
 # the solutions prove they are satisfiable.
@@ -20,11 +23,14 @@ shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 allows=() denies=() reasons=() local_files=() local_globs=()
+defined_files=() defined_symbols=() defined_reasons=()
 while read -r verb first rest; do
     case "$verb" in
         allow) allows+=("$first") ;;
         deny) denies+=("$first"); reasons+=("$rest") ;;
         allow-in) local_files+=("$first"); local_globs+=("${rest%% *}") ;;
+        define) defined_files+=("$first"); defined_symbols+=("${rest%% *}")
+                defined_reasons+=("${rest#* }") ;;
     esac
 done < <(cat "$root/tests/symbols/all.txt" "$root/tests/symbols/$lesson.txt" 2>/dev/null | grep -v '^[[:space:]]*#')
 # The shared library's own functions are allowed (unless denied above).
@@ -67,6 +73,12 @@ for object in "$@"; do
     if grep -qE '\.incbin|#[[:space:]]*embed' "$source" 2>/dev/null; then
         refuse "$shown pulls a file's bytes in with .incbin or #embed: a lesson's files may not read other files"
     fi
+    for k in "${!defined_files[@]}"; do
+        [ "${defined_files[k]}" = "$name" ] || continue
+        if ! nm --defined-only -g "$object" 2>/dev/null | awk '$2 == "T" { print $3 }' | grep -qxF "${defined_symbols[k]}"; then
+            refuse "$shown does not define ${defined_symbols[k]}, which ${defined_reasons[k]}"
+        fi
+    done
     if objdump -d --no-show-raw-insn "$object" 2>/dev/null | grep -qE $'\t(syscall|sysenter|svc|int +\\$0x80)( |$)'; then
         refuse "$shown holds a raw system call instruction: code in a lesson reaches the system only through the calls its lesson allows"
     fi

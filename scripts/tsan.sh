@@ -263,7 +263,7 @@ done
 case $status in
     0) echo "PASS: ThreadSanitizer saw no data race in ${#runs[@]} runs" ;;
     1) if $raced; then
-           echo "FAIL: data races, above: two threads use the same memory, one of them writing, with nothing ordering them (the lesson's task c); each place is a line of the code that raced"
+           echo "FAIL: data races, above: two threads use the same memory, one of them writing, with nothing ordering them (lesson 03, TODO 3); each place is a line of the code that raced"
        else
            echo "FAIL: the driver stopped before the end, so ThreadSanitizer did not see all of the code run; make check L=${lesson%%-*} says what is wrong"
        fi ;;

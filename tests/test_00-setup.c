@@ -75,7 +75,8 @@ END_TEST
 
 Suite *lesson_suite(void)
 {
-    static char names[8][64];
+    /* hello_mpi on 1..4 ranks, then hello_omp on 1..4 threads. */
+    static char names[4 + 4][64];
     Suite *suite = suite_create("00-setup");
     for (int ranks = 1; ranks <= 4; ranks++) {
         snprintf(names[ranks - 1], sizeof names[0], "hello_mpi on %d rank%s",

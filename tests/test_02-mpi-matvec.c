@@ -30,10 +30,11 @@ static const struct {
     { 5, 1, "one rank owns everything" },
 };
 
-/* Runs the producer's partition case: rows_of_rank for every rank of one
- * partition, each pair of bounds set to SIZE_MAX before the call (so a
- * bound never written shows), written back as uint64. The bounds are
- * checked here against block_range, the given partition. */
+/* Runs the producer's partition case: the student's block_range for every
+ * rank of one partition, each pair of bounds set to SIZE_MAX before the
+ * call (so a bound never written shows), written back as uint64. The
+ * bounds are checked here against common's block_range, which this program
+ * links (it links no lesson object). */
 START_TEST(partition_case)
 {
     size_t total = partitions[_i].total;
@@ -42,7 +43,7 @@ START_TEST(partition_case)
     ck_assert_msg(rows != NULL, "out of memory for %d ranks' rows", ranks);
     char dir[HARNESS_PATH], args[64], what[96];
     snprintf(args, sizeof args, "%zu %d", total, ranks);
-    snprintf(what, sizeof what, "rows_of_rank(%zu, %d, ...)", total, ranks);
+    snprintf(what, sizeof what, "block_range(%zu, %d, ...)", total, ranks);
     harness_out_dir(dir);
     /* It returns at once; a producer still running after 8 s loops. */
     run_result r = harness_produce("02-mpi-matvec", "partition", dir, args,
@@ -58,13 +59,13 @@ START_TEST(partition_case)
         block_range(total, (size_t)ranks, (size_t)rank, &want_begin,
                     &want_end);
         ck_assert_msg(begin != (uint64_t)SIZE_MAX && end != (uint64_t)SIZE_MAX,
-                      "rows_of_rank(%zu, %d, %d) never set *%s (expected "
+                      "block_range(%zu, %d, %d) never set *%s (expected "
                       "[%zu, %zu), %s). Hint: TODO 1: set both *begin and "
                       "*end, for every rank", total, ranks, rank,
                       begin == (uint64_t)SIZE_MAX ? "begin" : "end",
                       want_begin, want_end, partitions[_i].why);
         ck_assert_msg(begin == want_begin && end == want_end,
-                      "rows_of_rank(%zu, %d, %d) gave [%llu, %llu), expected "
+                      "block_range(%zu, %d, %d) gave [%llu, %llu), expected "
                       "[%zu, %zu) (%s). Hint: TODO 1: blocks in rank order, "
                       "sizes differing by at most one, and the first "
                       "total %% ranks ranks (here %zu) owning one row more",
@@ -365,10 +366,13 @@ END_TEST
 
 Suite *lesson_suite(void)
 {
-    static char names[16][96];
+    /* The names made here: one per partition case, rows and columns on
+     * 1..4 ranks each. */
+    enum { partition_count = sizeof partitions / sizeof partitions[0] };
+    static char names[partition_count + 2 * 4][96];
     int k = 0;
     Suite *suite = suite_create("02-mpi-matvec");
-    for (size_t c = 0; c < sizeof partitions / sizeof partitions[0]; c++) {
+    for (size_t c = 0; c < partition_count; c++) {
         snprintf(names[k], sizeof names[k], "partition: %s",
                  partitions[c].why);
         harness_add(suite, names[k++], partition_case, (int)c, 10);

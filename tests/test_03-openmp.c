@@ -530,6 +530,8 @@ static void hybrid_command(hybrid_args *a, char *out)
     snprintf(a->seed, sizeof a->seed, "%d", HYBRID_SEED);
     char *args[] = { "--m", a->m, "--n", a->n, "--seed", a->seed, "--reps",
                      "1", "--out", out, NULL };
+    _Static_assert(sizeof args == sizeof a->args,
+                   "hybrid_args.args holds exactly this command line");
     memcpy(a->args, args, sizeof args);
 }
 

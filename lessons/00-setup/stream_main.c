@@ -14,7 +14,7 @@ int main(int argc, char **argv)
     const cli_option options[] = {
         { "n", CLI_SIZE, &n, "elements per array (three arrays of doubles)",
           1, 1u << 30 },
-        { "reps", CLI_INT, &reps, "timed repetitions", 1, 64 },
+        { "reps", CLI_INT, &reps, "timed repetitions", 1, TRIAD_MAX_REPS },
     };
     const cli_spec spec = { "stream", "lesson 00: STREAM triad bandwidth, "
                             "a[i] = b[i] + s*c[i], on one core", options,

@@ -57,7 +57,7 @@ int main(int argc, char **argv)
         { "seed", CLI_SEED, &seed, "seed that A and x are generated from",
           0, 0 },
         { "reps", CLI_INT, &reps, "timed repetitions of each kernel", 1,
-          1000 },
+          TIMINGS_MAX },
     };
     const cli_spec spec = { "matvec", "lesson 01: y = Ax on one core, "
                             "checked and timed", options,
@@ -91,8 +91,7 @@ int main(int argc, char **argv)
 
     /* Repetitions of the three kernels interleaved, so that whatever else
      * the machine is doing slows all three alike; medians reported. */
-    enum { max_reps = 1000 };
-    static double seconds[3][max_reps];
+    static double seconds[3][TIMINGS_MAX];
     triad_once(&triad);
     for (int r = 0; r < reps; r++) {
         double start = timer_now();

@@ -26,7 +26,7 @@ void reduce_scatter_y(const double *partial_y, double *my_y, size_t m,
 {
     /* TODO 6 start: partial_y holds this rank's columns' contribution to
      * every y[i]; y is the sum of all ranks' partial_y. Each rank needs only
-     * its own block of rows of that sum (rows_of_rank over m). One
+     * its own block of rows of that sum (block_range over m). One
      * collective call does the sum and hands out the blocks. */
     NOT_DONE();
     /* TODO 6 end */

@@ -56,7 +56,7 @@ typedef struct {
     double compute_s, comm_s;  /* medians over the timed repetitions */
 } split_run;
 
-/* The blocks of rows_of_rank must tile [0, total) in rank order: the rest
+/* The blocks of block_range must tile [0, total) in rank order: the rest
  * of the driver relies on it, so it is checked first, by every rank alike
  * (no communication needed), and a broken partition stops every rank with
  * a message that says what is wrong. */
@@ -66,10 +66,10 @@ static void check_partition(const run_config *c, size_t total,
     size_t next = 0;
     for (int r = 0; r < c->ranks; r++) {
         size_t begin, end;
-        rows_of_rank(total, c->ranks, r, &begin, &end);
+        block_range(total, (size_t)c->ranks, (size_t)r, &begin, &end);
         if (begin != next || end < begin || end > total) {
             if (c->rank == 0)
-                fprintf(stderr, "matvec_mpi: rows_of_rank(%zu, %d, %d) gives "
+                fprintf(stderr, "matvec_mpi: block_range(%zu, %d, %d) gives "
                         "[%zu, %zu), but rank %d's %s should start at %zu "
                         "and end by %zu: the blocks must tile [0, %zu) in "
                         "rank order (TODO 1)\n", total, c->ranks, r, begin,
@@ -80,7 +80,7 @@ static void check_partition(const run_config *c, size_t total,
     }
     if (next != total) {
         if (c->rank == 0)
-            fprintf(stderr, "matvec_mpi: rows_of_rank's blocks end at %zu, so "
+            fprintf(stderr, "matvec_mpi: block_range's blocks end at %zu, so "
                     "%s %zu..%zu belong to no rank (TODO 1)\n", next, items,
                     next, total - 1);
         mpi_exit_all(1);
@@ -190,7 +190,8 @@ static bool check_rows(const run_config *c, const double *A,
             if (i < c->m) {
                 size_t owner = 0, owner_begin = 0, owner_end = 0;
                 for (int o = 0; o < c->ranks; o++) {
-                    rows_of_rank(c->m, c->ranks, o, &owner_begin, &owner_end);
+                    block_range(c->m, (size_t)c->ranks, (size_t)o,
+                                &owner_begin, &owner_end);
                     if (i >= owner_begin && i < owner_end)
                         owner = (size_t)o;
                 }
@@ -213,9 +214,9 @@ static split_run run_rows(const run_config *c)
     split_run r = { 0 };
     size_t begin, end;
 
-    steps_enter("TODO 1: rows_of_rank");
+    steps_enter("TODO 1: block_range");
     check_partition(c, c->m, "rows");
-    rows_of_rank(c->m, c->ranks, c->rank, &begin, &end);
+    block_range(c->m, (size_t)c->ranks, (size_t)c->rank, &begin, &end);
     size_t my_rows = end - begin;
 
     steps_enter("TODO 2: generate_my_rows");
@@ -251,7 +252,7 @@ static split_run run_rows(const run_config *c)
 
     /* Timing: the product and the assembly of y, apart. */
     steps_enter("timing");
-    double compute[1000], comm[1000];
+    double compute[TIMINGS_MAX], comm[TIMINGS_MAX];
     for (int k = 0; k < c->reps; k++) {
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         double start = timer_now();
@@ -324,11 +325,12 @@ static split_run run_columns(const run_config *c)
     split_run r = { 0 };
     size_t begin, end, row_begin, row_end;
 
-    steps_enter("TODO 1: rows_of_rank (over columns)");
+    steps_enter("TODO 1: block_range (over columns)");
     check_partition(c, c->n, "columns");
     check_partition(c, c->m, "rows");
-    rows_of_rank(c->n, c->ranks, c->rank, &begin, &end);
-    rows_of_rank(c->m, c->ranks, c->rank, &row_begin, &row_end);
+    block_range(c->n, (size_t)c->ranks, (size_t)c->rank, &begin, &end);
+    block_range(c->m, (size_t)c->ranks, (size_t)c->rank, &row_begin,
+                &row_end);
     size_t width = end - begin;
 
     steps_enter("TODO 5: generate_my_columns");
@@ -361,7 +363,7 @@ static split_run run_columns(const run_config *c)
         mpi_exit_all(1);
 
     steps_enter("timing");
-    double compute[1000], comm[1000];
+    double compute[TIMINGS_MAX], comm[TIMINGS_MAX];
     for (int k = 0; k < c->reps; k++) {
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         double start = timer_now();
@@ -388,7 +390,7 @@ int main(int argc, char **argv)
         { "n", CLI_SIZE, &c.n, "columns of A", 1, 1u << 27 },
         { "seed", CLI_SEED, &c.seed, "seed that A and x are generated from",
           0, 0 },
-        { "reps", CLI_INT, &c.reps, "timed repetitions", 1, 1000 },
+        { "reps", CLI_INT, &c.reps, "timed repetitions", 1, TIMINGS_MAX },
         { "columns", CLI_FLAG, &c.columns, "split the columns, not the rows",
           0, 0 },
         { "out", CLI_STRING, &c.out, "folder for the report to the tests",

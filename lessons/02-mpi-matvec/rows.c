@@ -11,14 +11,14 @@
 #include "matvec_mpi.h"
 #include "not_done.h"
 
-void rows_of_rank(size_t total, int ranks, int rank, size_t *begin,
-                  size_t *end)
+void block_range(size_t total, size_t parts, size_t index, size_t *begin,
+                 size_t *end)
 {
-    /* TODO 1 start: rank `rank` of `ranks` owns items [*begin, *end) of
-     * `total`. Blocks are contiguous and in rank order; their sizes differ
-     * by at most one: the first total % ranks ranks own one more. Check
-     * your formula on paper for total = 10, ranks = 4 (3, 3, 2, 2) and for
-     * total = 2, ranks = 3 (1, 1, 0). */
+    /* TODO 1 start: part `index` of `parts` owns items [*begin, *end) of
+     * `total`. Blocks are contiguous and in order; their sizes differ by at
+     * most one: the first total % parts parts own one more. Check your
+     * formula on paper for total = 10, parts = 4 (3, 3, 2, 2) and for
+     * total = 2, parts = 3 (1, 1, 0). */
     NOT_DONE();
     /* TODO 1 end */
 }
@@ -46,7 +46,7 @@ void assemble_y(const double *my_y, double *y, size_t m, MPI_Comm comm)
     /* TODO 4 start: every rank has its own rows of y in my_y; bring every
      * rank all of y. Each rank's block may have a different length (and
      * may be empty), so the collective needs every rank's count and where
-     * its block starts in y: rows_of_rank tells you both, for any rank. */
+     * its block starts in y: block_range tells you both, for any rank. */
     NOT_DONE();
     /* TODO 4 end */
 }

@@ -241,7 +241,7 @@ int main(int argc, char **argv)
         { "threads", CLI_INT, &threads, "OpenMP threads (the default "
           "comes from OMP_NUM_THREADS, else one per core)", 1, MAX_THREADS },
         { "reps", CLI_INT, &reps, "timed repetitions of each variant", 1,
-          1000 },
+          TIMINGS_MAX },
     };
     const cli_spec spec = { "openmp", "lesson 03: y = Ax on OpenMP threads: "
                             "rows, a triangular product under three "
@@ -313,8 +313,8 @@ int main(int argc, char **argv)
      * virtual machine, perhaps the other half of the same physical core);
      * so each timing starts after a pause in which they go to sleep, and
      * one untimed call of the same variant, which wakes its own threads. */
-    enum { max_reps = 1000, PAUSE_MS = 20 };
-    static double seconds[VARIANTS][max_reps];
+    enum { PAUSE_MS = 20 };
+    static double seconds[VARIANTS][TIMINGS_MAX];
     for (int r = 0; r < reps; r++)
         for (int k = 0; k < VARIANTS; k++) {
             int v = (r + k) % VARIANTS;

@@ -11,6 +11,8 @@
 
 #include <mpi.h>
 
+#include "mlp.h"
+
 /* TODO 1. The samples of step `step` that rank `rank` of `ranks` trains on:
  * the global batch of step s is the ranks * local_batch samples that follow
  * those of step s-1 (the first at 0), wrapping around the end of the data
@@ -44,11 +46,12 @@ void ring_allreduce(float *data, size_t count, MPI_Comm comm);
  * one layer's slice of the gradients as soon as it is ready, and
  * finish_averages completes every one of those started (each request,
  * not only the last), so that communication runs while backward computes
- * the layers before. */
+ * the layers before. One entry per layer started since the last
+ * finish_averages: a model has at most MLP_MAX_LAYERS (common/mlp.h). */
 typedef struct {
-    MPI_Request requests[64];
-    float *slices[64];
-    size_t counts[64];
+    MPI_Request requests[MLP_MAX_LAYERS];
+    float *slices[MLP_MAX_LAYERS];
+    size_t counts[MLP_MAX_LAYERS];
     int started;
     MPI_Comm comm;
 } overlap_state;

@@ -208,7 +208,8 @@ int main(int argc, char **argv)
           "for adamw, 0.05 for sgd", 1e-9, 10 },
         { "allreduce", CLI_STRING, &c.allreduce, "mpi (TODO 2), ring (TODO 3) "
           "or overlap (TODO 4)", 0, 0 },
-        { "hidden", CLI_INT, &c.hidden, "hidden layers", 0, 16 },
+        { "hidden", CLI_INT, &c.hidden, "hidden layers", 0,
+          MLP_MAX_HIDDEN_LAYERS },
         { "width", CLI_INT, &c.width, "units per hidden layer", 1, 1 << 14 },
         { "samples", CLI_SIZE, &c.samples, "generated training samples", 1,
           1 << 24 },

@@ -34,8 +34,6 @@
 #include "steps.h"
 #include "timer.h"
 
-enum { MAX_COUNTS = 32 };
-
 /* The float after the data: no sum of ring_data.h's values comes near it,
  * so your code writing past the end shows. */
 static const float guard = 12345.0f;
@@ -50,13 +48,14 @@ typedef struct {
 } check_config;
 
 /* "0,1,3,1003" into counts; the number of them, or -1 if malformed. */
-static int parse_counts(const char *text, size_t counts[MAX_COUNTS])
+static int parse_counts(const char *text,
+                        size_t counts[RING_CHECK_MAX_COUNTS])
 {
     int n = 0;
     const char *at = text;
     while (*at) {
         char *end;
-        if (*at < '0' || *at > '9' || n == MAX_COUNTS)
+        if (*at < '0' || *at > '9' || n == RING_CHECK_MAX_COUNTS)
             return -1;
         errno = 0;
         unsigned long long value = strtoull(at, &end, 10);
@@ -121,7 +120,7 @@ static void run_once(const check_config *c, size_t count)
         double *copy = vector_alloc(count + 1, "result");
         for (size_t k = 0; k <= count; k++)
             copy[k] = data[k];
-        char name[64];
+        char name[sizeof "result-18446744073709551615"]; /* any size_t */
         snprintf(name, sizeof name, "result-%zu", count);
         if (report_write_doubles(c->out, name, c->rank, copy, count + 1) != 0)
             MPI_Abort(MPI_COMM_WORLD, 1);
@@ -174,12 +173,14 @@ int main(int argc, char **argv)
                             sizeof options / sizeof options[0] };
 
     mpi_start(&argc, &argv, &spec, &c.rank, &ranks);
-    size_t counts[MAX_COUNTS];
+    size_t counts[RING_CHECK_MAX_COUNTS];
     int how_many = parse_counts(counts_text, counts);
     c.ring = strcmp(mode, "ring") == 0;
-    const char *problem = how_many <= 0 ? "--counts needs lengths like "
-                                          "0,1,1003 (at most 32, each at "
-                                          "most 2^28)"
+    char counts_problem[96];
+    snprintf(counts_problem, sizeof counts_problem, "--counts needs lengths "
+             "like 0,1,1003 (at most %d, each at most 2^28)",
+             RING_CHECK_MAX_COUNTS);
+    const char *problem = how_many <= 0 ? counts_problem
                           : !c.ring && strcmp(mode, "average") != 0
                               ? "--mode must be ring or average"
                               : NULL;

@@ -11,6 +11,10 @@
 
 #include "rng.h"
 
+/* The most lengths ring_check runs in one call (its --counts), and so the
+ * most a test asks for. */
+enum { RING_CHECK_MAX_COUNTS = 32 };
+
 /* Element k of rank `rank`'s data: a float uniform in [-1, 1) times 2^e,
  * e in [-8, 8]. */
 static inline float ring_data_value(uint64_t seed, int rank, size_t k)

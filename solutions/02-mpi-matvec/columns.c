@@ -35,7 +35,7 @@ void reduce_scatter_y(const double *partial_y, double *my_y, size_t m,
     }
     for (int r = 0; r < ranks; r++) {
         size_t begin, end;
-        rows_of_rank(m, ranks, r, &begin, &end);
+        block_range(m, (size_t)ranks, (size_t)r, &begin, &end);
         counts[r] = (int)(end - begin);
     }
     /* Block r of the sum over ranks lands on rank r: a reduction and a

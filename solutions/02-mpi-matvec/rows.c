@@ -12,11 +12,10 @@
 #include "matvec_mpi.h"
 #include "not_done.h"
 
-void rows_of_rank(size_t total, int ranks, int rank, size_t *begin,
-                  size_t *end)
+void block_range(size_t total, size_t parts, size_t index, size_t *begin,
+                 size_t *end)
 {
     /* TODO 1 start */
-    size_t parts = (size_t)ranks, index = (size_t)rank;
     size_t base = total / parts, extra = total % parts;
     *begin = index * base + (index < extra ? index : extra);
     *end = *begin + base + (index < extra ? 1 : 0);
@@ -54,7 +53,7 @@ void assemble_y(const double *my_y, double *y, size_t m, MPI_Comm comm)
     }
     for (int r = 0; r < ranks; r++) {
         size_t begin, end;
-        rows_of_rank(m, ranks, r, &begin, &end);
+        block_range(m, (size_t)ranks, (size_t)r, &begin, &end);
         counts[r] = (int)(end - begin);
         offsets[r] = (int)begin;
     }

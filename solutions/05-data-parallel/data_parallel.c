@@ -97,8 +97,10 @@ void ring_allreduce(float *data, size_t count, MPI_Comm comm)
 void start_layer_average(overlap_state *state, float *slice, size_t count)
 {
     /* TODO 4 start */
-    if (state->started == 64) {
-        fprintf(stderr, "start_layer_average: more than 64 layers\n");
+    if (state->started == MLP_MAX_LAYERS) {
+        fprintf(stderr, "start_layer_average: more than %d layers "
+                "(MLP_MAX_LAYERS) started before finish_averages\n",
+                MLP_MAX_LAYERS);
         MPI_Abort(state->comm, 1);
     }
     int k = state->started++;

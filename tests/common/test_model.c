@@ -594,11 +594,14 @@ START_TEST(mlp_create_refuses_bad_configs)
         { { 0, 3, 1, 4, ACTIVATION_RELU }, 8, "inputs must be at least 1" },
         { { 5, 1, 1, 4, ACTIVATION_RELU }, 8, "classes must be at least 2" },
         { { 5, 3, -1, 4, ACTIVATION_RELU }, 8, "hidden_layers must be 0" },
+        { { 5, 3, MLP_MAX_HIDDEN_LAYERS + 1, 4, ACTIVATION_RELU }, 8,
+          "hidden_layers must be at most" },
         { { 5, 3, 2, 0, ACTIVATION_RELU }, 8, "width must be at least 1" },
         { { 5, 3, 1, 4, (activation_kind)7 }, 8, "activation must be" },
         { { 5, 3, 1, 4, ACTIVATION_RELU }, 0, "max_batch must be at least 1" },
         { { 5, 3, 1, 4, ACTIVATION_RELU }, SIZE_MAX / 2, "overflows" },
-        { { 1 << 30, 3, 1 << 20, 1 << 30, ACTIVATION_RELU }, 1, "overflows" },
+        { { 1 << 30, 3, MLP_MAX_HIDDEN_LAYERS, 1 << 30, ACTIVATION_RELU }, 1,
+          "overflows" },
 #if !defined(__SANITIZE_ADDRESS__)
         /* 2^62 bytes: the allocator says no (AddressSanitizer's aborts
          * instead, so the sanitizer build leaves this case out). */

@@ -36,14 +36,21 @@
  *                                when every expectation holds */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { MAX_TESTS = 2048, TEXT = 2048 };
+/* The most tests of all the lessons graded together, and of lessons; a
+ * message's room (TEXT), and a line's of the files read here (LINE: a
+ * results line is an outcome, a name and a message). More tests or lessons,
+ * a longer line, a manifest's value too long for its field or a path too
+ * long for PATH_MAX are refused with one line (exit 3), never cut short. */
+enum { MAX_TESTS = 2048, MAX_LESSONS = 64, TEXT = 2048, LINE = TEXT + 512 };
 
 typedef enum { PASSED, FAILED, NOT_STARTED, SKIPPED } outcome;
 
@@ -71,6 +78,48 @@ static void fail_usage(const char *why)
     exit(2);
 }
 
+/* A path from `format` into path[PATH_MAX]; see the enum above. */
+__attribute__((format(printf, 2, 3)))
+static void path_or_exit(char path[PATH_MAX], const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int length = vsnprintf(path, PATH_MAX, format, args);
+    va_end(args);
+    if (length < 0 || length >= PATH_MAX) {
+        fprintf(stderr, "grade: a path longer than %d characters: %s...\n",
+                PATH_MAX - 1, path);
+        exit(3);
+    }
+}
+
+/* The next line of `file` (read from `path`) into line[LINE], with its
+ * newline; false at the end. See the enum above. */
+static bool read_line(char line[LINE], FILE *file, const char *path)
+{
+    if (fgets(line, LINE, file) == NULL)
+        return false;
+    size_t n = strlen(line);
+    if (n > 0 && line[n - 1] != '\n' && getc(file) != EOF) {
+        fprintf(stderr, "grade: %s: a line longer than %d characters\n",
+                path, LINE - 2);
+        exit(3);
+    }
+    return true;
+}
+
+/* `text` into a test's field of `size` bytes; see the enum above. */
+static void copy_field(char *field, size_t size, const char *text,
+                       const char *path, const char *what)
+{
+    int length = snprintf(field, size, "%s", text);
+    if (length < 0 || (size_t)length >= size) {
+        fprintf(stderr, "grade: %s: %s longer than %zu characters: %s\n",
+                path, what, size - 1, text);
+        exit(3);
+    }
+}
+
 static char *trim(char *text)
 {
     while (*text == ' ' || *text == '\t')
@@ -85,8 +134,8 @@ static char *trim(char *text)
  * unless `optional` (the hidden tests' manifests). */
 static void read_manifest(const char *dir, const char *lesson, bool optional)
 {
-    char path[4096], line[1024];
-    snprintf(path, sizeof path, "%s/%s.txt", dir, lesson);
+    char path[PATH_MAX], line[LINE];
+    path_or_exit(path, "%s/%s.txt", dir, lesson);
     FILE *file = fopen(path, "r");
     if (file == NULL && optional)
         return;
@@ -95,7 +144,7 @@ static void read_manifest(const char *dir, const char *lesson, bool optional)
                 path);
         exit(3);
     }
-    while (fgets(line, sizeof line, file) != NULL) {
+    while (read_line(line, file, path)) {
         char *text = trim(line);
         if (text[0] == '#' || text[0] == '\0')
             continue;
@@ -104,17 +153,23 @@ static void read_manifest(const char *dir, const char *lesson, bool optional)
         for (char *field = strtok(text, "|"); field && count < 4;
              field = strtok(NULL, "|"))
             fields[count++] = trim(field);
-        if (count < 3 || test_count == MAX_TESTS) {
+        if (count < 3) {
             fprintf(stderr, "grade: %s: bad line (POINTS | TODO | NAME "
                     "[| OPTIONS]): %s\n", path, text);
             exit(3);
         }
+        if (test_count == MAX_TESTS) {
+            fprintf(stderr, "grade: %s: more than %d tests in the "
+                    "manifests\n", path, MAX_TESTS);
+            exit(3);
+        }
         test *t = &tests[test_count++];
         memset(t, 0, sizeof *t);
-        snprintf(t->lesson, sizeof t->lesson, "%s", lesson);
+        copy_field(t->lesson, sizeof t->lesson, lesson, path, "the lesson's "
+                   "name");
         t->points = atof(fields[0]);
-        snprintf(t->todo, sizeof t->todo, "%s", fields[1]);
-        snprintf(t->name, sizeof t->name, "%s", fields[2]);
+        copy_field(t->todo, sizeof t->todo, fields[1], path, "a TODO");
+        copy_field(t->name, sizeof t->name, fields[2], path, "a test's name");
         t->hidden = count == 4 && strstr(fields[3], "hidden") != NULL;
         t->excluded_if_skipped = count == 4 &&
                                  strstr(fields[3], "excluded if skipped");
@@ -139,7 +194,7 @@ static test *find(const char *lesson, const char *name)
 static void read_build_failure(const char *path, char *message, size_t len)
 {
     FILE *file = fopen(path, "r");
-    char line[1024];
+    char line[LINE]; /* a longer line is read in pieces: it is only shown */
     bool refused = false;
     while (file != NULL && fgets(line, sizeof line, file) != NULL)
         refused = refused || strncmp(line, "refused: ", 9) == 0;
@@ -167,8 +222,8 @@ static void read_build_failure(const char *path, char *message, size_t len)
 /* Applies a lesson's results (or its build failure) to its tests. */
 static void read_results(const char *work, const char *lesson)
 {
-    char path[4096], line[TEXT + 512];
-    snprintf(path, sizeof path, "%s/%s.ended", work, lesson);
+    char path[PATH_MAX], line[LINE];
+    path_or_exit(path, "%s/%s.ended", work, lesson);
     FILE *ended = fopen(path, "r");
     if (ended != NULL) {
         /* The tests that did not get to run, and why. */
@@ -181,11 +236,11 @@ static void read_results(const char *work, const char *lesson)
                 snprintf(tests[k].message, sizeof tests[k].message,
                          "this test did not run: %s", trim(how));
     }
-    snprintf(path, sizeof path, "%s/%s.results", work, lesson);
+    path_or_exit(path, "%s/%s.results", work, lesson);
     FILE *file = fopen(path, "r");
     if (file == NULL) {
-        char log[4096], message[TEXT];
-        snprintf(log, sizeof log, "%s/%s.build.log", work, lesson);
+        char log[PATH_MAX], message[TEXT];
+        path_or_exit(log, "%s/%s.build.log", work, lesson);
         if (access(log, R_OK) != 0) {
             /* Nothing yet: the lesson was never checked or graded. */
             for (int k = 0; k < test_count; k++)
@@ -199,7 +254,7 @@ static void read_results(const char *work, const char *lesson)
                          message);
         return;
     }
-    while (fgets(line, sizeof line, file) != NULL) {
+    while (read_line(line, file, path)) {
         char *name = strchr(line, '\t');
         char *message = name ? strchr(name + 1, '\t') : NULL;
         if (message == NULL)
@@ -224,8 +279,8 @@ static void read_results(const char *work, const char *lesson)
 /* Replaces every "SOURCES/" in the messages by "lessons/". */
 static void name_sources_as_lessons(const char *sources)
 {
-    char prefix[4096];
-    snprintf(prefix, sizeof prefix, "%s/", sources);
+    char prefix[PATH_MAX];
+    path_or_exit(prefix, "%s/", sources);
     size_t prefix_len = strlen(prefix);
     for (int k = 0; k < test_count; k++) {
         char rewritten[TEXT], *from = tests[k].message;
@@ -294,8 +349,8 @@ static const char *lesson_number(const char *lesson, char *buf, size_t len)
 
 static FILE *open_output(const char *dir, const char *name)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char path[PATH_MAX];
+    path_or_exit(path, "%s/%s", dir, name);
     FILE *file = fopen(path, "w");
     if (file == NULL) {
         perror(path);
@@ -319,7 +374,7 @@ static void write_json(const char *dir, double score, double seconds)
         snprintf(number, sizeof number, "%s.%d",
                  lesson_number(t->lesson, digits, sizeof digits), in_lesson);
         fprintf(out, "    {\"name\": ");
-        char name[512];
+        char name[sizeof "[skipped] NN: " + sizeof t->name];
         snprintf(name, sizeof name, "%s%s: %s", t->what == SKIPPED
                  ? "[skipped] " : "", digits, t->name);
         json_string(out, name);
@@ -329,7 +384,7 @@ static void write_json(const char *dir, double score, double seconds)
             fprintf(out, ", \"status\": \"%s\"",
                     t->what == PASSED ? "passed" : "failed");
         fprintf(out, ", \"output\": ");
-        char output[TEXT + 64];
+        char output[sizeof "skipped: " + TEXT];
         snprintf(output, sizeof output, "%s%s",
                  t->what == SKIPPED ? "skipped: " : "", t->message);
         json_string(out, output);
@@ -549,13 +604,13 @@ static int check_expectations(const char *path, double score,
                               double max_score, int *held)
 {
     FILE *file = fopen(path, "r");
-    char line[1024];
+    char line[LINE];
     int broken = 0;
     if (file == NULL) {
         perror(path);
         return 1;
     }
-    while (fgets(line, sizeof line, file) != NULL) {
+    while (read_line(line, file, path)) {
         char *text = trim(line);
         double want, want_max;
         if (sscanf(text, "score: %lf/%lf", &want, &want_max) == 2) {
@@ -614,14 +669,14 @@ static int check_expectations(const char *path, double score,
 static int check_names(const char *path)
 {
     FILE *file = fopen(path, "r");
-    char line[1024];
+    char line[LINE];
     int problems = 0, listed = 0;
     bool seen[MAX_TESTS] = { false };
     if (file == NULL) {
         perror(path);
         return 1;
     }
-    while (fgets(line, sizeof line, file) != NULL) {
+    while (read_line(line, file, path)) {
         char *name = trim(line);
         if (name[0] == '\0')
             continue;
@@ -659,8 +714,12 @@ static int sweep(const char *dir)
 {
 #ifdef __linux__
     size_t length = strlen(dir);
-    if (dir[0] != '/' || length == 0) {
-        fprintf(stderr, "grade: --sweep needs an absolute folder\n");
+    /* Shorter than PATH_MAX - 1, so that a program's path, read into
+     * exe[PATH_MAX] (cut short if it must be), still shows the folder and
+     * the slash after it. */
+    if (dir[0] != '/' || length >= PATH_MAX - 1) {
+        fprintf(stderr, "grade: --sweep needs an absolute folder, shorter "
+                "than %d characters\n", PATH_MAX - 1);
         return 2;
     }
     for (int round = 0; round < 100; round++) {
@@ -668,7 +727,8 @@ static int sweep(const char *dir)
         DIR *proc = opendir("/proc");
         struct dirent *entry;
         while (proc != NULL && (entry = readdir(proc)) != NULL) {
-            char link[300], exe[4096];
+            char link[sizeof "/proc//exe" + sizeof entry->d_name];
+            char exe[PATH_MAX];
             if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
                 continue;
             snprintf(link, sizeof link, "/proc/%s/exe", entry->d_name);
@@ -734,15 +794,23 @@ int main(int argc, char **argv)
         (out == NULL && !progress && expect == NULL))))
         fail_usage("--lessons, --work and --out are needed");
 
-    char list[4096];
-    snprintf(list, sizeof list, "%s", lessons);
-    char *names[64];
+    char *list = strdup(lessons);
+    if (list == NULL) {
+        perror("grade");
+        return 3;
+    }
+    char *names[MAX_LESSONS];
     int lesson_count = 0;
-    for (char *name = strtok(list, " "); name && lesson_count < 64;
-         name = strtok(NULL, " "))
+    for (char *name = strtok(list, " "); name; name = strtok(NULL, " ")) {
+        if (lesson_count == MAX_LESSONS) {
+            fprintf(stderr, "grade: --lessons names more than %d lessons\n",
+                    MAX_LESSONS);
+            return 3;
+        }
         names[lesson_count++] = name;
-    char hidden[4096];
-    snprintf(hidden, sizeof hidden, "%s/../hidden/manifest", manifests);
+    }
+    char hidden[PATH_MAX];
+    path_or_exit(hidden, "%s/../hidden/manifest", manifests);
     for (int k = 0; k < lesson_count; k++) {
         read_manifest(manifests, names[k], false);
         read_manifest(hidden, names[k], true);

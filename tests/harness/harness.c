@@ -5,7 +5,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,8 @@
 #include <sys/syscall.h>
 #endif
 
+#include "producer.h"
+#include "steps.h"
 #include "timer.h"
 
 /* Weak: a file in tests/hidden/ that defines hidden_tests replaces it. */
@@ -37,6 +41,8 @@ __attribute__((weak)) void hidden_tests(Suite *suite)
 static int completion_fd = -1;
 static int current_test = -1;
 static int registered_tests;
+/* The most tests one suite registers: more is a mistake in the tests,
+ * refused when the suite is made (register_test). */
 enum { MAX_TESTS = 1024 };
 static bool marks_expected[MAX_TESTS];
 static const char *test_names[MAX_TESTS];
@@ -80,6 +86,21 @@ const char *harness_test_name(int test)
     return test >= 0 && test < MAX_TESTS ? test_names[test] : NULL;
 }
 
+/* Records the next test's number, name and limit. */
+static void register_test(const char *name, double timeout_s,
+                          bool expects_mark)
+{
+    if (registered_tests == MAX_TESTS) {
+        fprintf(stderr, "harness: more than %d tests in one suite "
+                "(MAX_TESTS, tests/harness/harness.c)\n", MAX_TESTS);
+        exit(2);
+    }
+    marks_expected[registered_tests] = expects_mark;
+    test_names[registered_tests] = name;
+    test_timeouts[registered_tests] = timeout_s;
+    registered_tests++;
+}
+
 /* Check keeps the names it is given; these live as long as the suite. */
 void harness_add(Suite *suite, const char *name, const TTest *test, int index,
                  double timeout_s)
@@ -89,12 +110,7 @@ void harness_add(Suite *suite, const char *name, const TTest *test, int index,
     tcase_add_loop_test(tcase, test, index, index + 1);
     tcase_set_timeout(tcase, timeout_s);
     suite_add_tcase(suite, tcase);
-    if (registered_tests < MAX_TESTS) {
-        marks_expected[registered_tests] = true;
-        test_names[registered_tests] = name;
-        test_timeouts[registered_tests] = timeout_s;
-    }
-    registered_tests++;
+    register_test(name, timeout_s, true);
 }
 
 void harness_add_exit(Suite *suite, const char *name, const TTest *test,
@@ -104,11 +120,7 @@ void harness_add_exit(Suite *suite, const char *name, const TTest *test,
     tcase_add_exit_test(tcase, test, status);
     tcase_set_timeout(tcase, timeout_s);
     suite_add_tcase(suite, tcase);
-    if (registered_tests < MAX_TESTS) {
-        test_names[registered_tests] = name;
-        test_timeouts[registered_tests] = timeout_s;
-    }
-    registered_tests++; /* it ends by exiting: no mark expected */
+    register_test(name, timeout_s, false); /* it ends by exiting: no mark */
 }
 
 static void sleep_seconds(double seconds)
@@ -134,6 +146,19 @@ static char *slurp(FILE *file)
     return text;
 }
 
+/* A path from `format` into path[PATH_MAX]; one too long for it fails the
+ * test (in a test's own process) rather than name another file. */
+__attribute__((format(printf, 2, 3)))
+static void path_of(char path[PATH_MAX], const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int length = vsnprintf(path, PATH_MAX, format, args);
+    va_end(args);
+    ck_assert_msg(length >= 0 && length < PATH_MAX, "harness: a path longer "
+                  "than %d characters: %s...", PATH_MAX - 1, path);
+}
+
 size_t harness_processes(process_info *list, size_t capacity)
 {
     size_t count = 0;
@@ -141,7 +166,9 @@ size_t harness_processes(process_info *list, size_t capacity)
     struct dirent *entry;
     while (proc != NULL && (entry = readdir(proc)) != NULL &&
            count < capacity) {
-        char path[300], stat_line[1024];
+        char path[sizeof "/proc//cmdline" + sizeof entry->d_name];
+        /* Only its first fields are read: a longer line may be cut short. */
+        char stat_line[1024];
         if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
             continue;
         snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
@@ -181,11 +208,10 @@ size_t harness_processes(process_info *list, size_t capacity)
  * harness_run); it reads every process of the machine. */
 static int signal_session(pid_t session, int signal)
 {
-    enum { MAX_PROCESSES = 4096 };
-    static process_info list[MAX_PROCESSES];
+    static process_info list[HARNESS_MAX_PROCESSES];
     int signalled = 0;
     kill(-session, signal);
-    size_t count = harness_processes(list, MAX_PROCESSES);
+    size_t count = harness_processes(list, HARNESS_MAX_PROCESSES);
     for (size_t k = 0; k < count; k++)
         if (list[k].session == (int)session && list[k].state != 'Z') {
             kill((pid_t)list[k].pid, signal);
@@ -279,11 +305,10 @@ static void close_inherited(void)
 static void keeper_sweep(void)
 {
 #ifdef __linux__
-    enum { MAX_PROCESSES = 4096 };
-    static process_info list[MAX_PROCESSES];
+    static process_info list[HARNESS_MAX_PROCESSES];
     for (int round = 0; round < 200; round++) {
         int found = 0;
-        size_t count = harness_processes(list, MAX_PROCESSES);
+        size_t count = harness_processes(list, HARNESS_MAX_PROCESSES);
         for (size_t k = 0; k < count; k++)
             if (list[k].parent == (int)getpid()) {
                 kill((pid_t)list[k].pid, SIGKILL);
@@ -307,9 +332,13 @@ static void keeper_sweep(void)
  * itself when there is no sandbox to use. */
 static char *const *sandboxed(char *const argv[], bool isolated)
 {
-    enum { MAX_WORDS = 160 };
+    /* Room for bwrap's own words (35, and three per device node: 83 at
+     * most), the program's and the NULL. More devices or words are
+     * refused: the program would run without some of them. */
+    enum { MAX_DEVICES = 16, MAX_WORDS = 160 };
     static char *words[MAX_WORDS];
-    static char devices[16][300];
+    static char devices[MAX_DEVICES]
+                       [sizeof "/dev/" + sizeof ((struct dirent *)0)->d_name];
     const char *hide = getenv("ZZ_SANDBOX_HIDE");
     const char *show = getenv("ZZ_SANDBOX_SHOW");
     if (getenv("ZZ_SANDBOX") == NULL)
@@ -344,8 +373,14 @@ static char *const *sandboxed(char *const argv[], bool isolated)
     DIR *dev = opendir("/dev");
     struct dirent *entry;
     int device_count = 0;
-    while (dev != NULL && (entry = readdir(dev)) != NULL && device_count < 16)
+    while (dev != NULL && (entry = readdir(dev)) != NULL)
         if (strncmp(entry->d_name, "nvidia", 6) == 0) {
+            if (device_count == MAX_DEVICES) {
+                fprintf(stderr, "harness: more than %d GPU device nodes in "
+                        "/dev for the sandbox (MAX_DEVICES, "
+                        "tests/harness/harness.c)\n", MAX_DEVICES);
+                _exit(127);
+            }
             snprintf(devices[device_count], sizeof devices[0], "/dev/%s",
                      entry->d_name);
             words[n++] = "--dev-bind";
@@ -361,8 +396,15 @@ static char *const *sandboxed(char *const argv[], bool isolated)
     words[n++] = "--chdir";
     words[n++] = (char *)harness_scratch();
     words[n++] = "--";
-    for (int k = 0; argv[k] != NULL && n < MAX_WORDS - 1; k++)
+    for (int k = 0; argv[k] != NULL; k++) {
+        if (n == MAX_WORDS - 1) {
+            fprintf(stderr, "harness: %s's command is too long for the "
+                    "sandbox (MAX_WORDS, tests/harness/harness.c)\n",
+                    argv[0]);
+            _exit(127);
+        }
         words[n++] = argv[k];
+    }
     words[n] = NULL;
     return words;
 }
@@ -557,11 +599,11 @@ void run_result_free(run_result *result)
 
 const char *harness_program(const char *lesson, const char *program)
 {
-    static char path[4096];
+    static char path[PATH_MAX];
     const char *build = getenv("ZZ_BUILD_DIR");
     ck_assert_msg(build != NULL, "harness: ZZ_BUILD_DIR is not set: run the "
                   "tests through make (make check L=NN)");
-    snprintf(path, sizeof path, "%s/%s/%s", build, lesson, program);
+    path_of(path, "%s/%s/%s", build, lesson, program);
     return path;
 }
 
@@ -569,7 +611,7 @@ const char *harness_program(const char *lesson, const char *program)
  * common/steps.h. */
 static void read_steps(const char *path, char *step, char *call, size_t len)
 {
-    enum { FIELD = 96 };
+    enum { FIELD = STEPS_FIELD };
     char page[2 * FIELD] = { 0 };
     FILE *file = fopen(path, "r");
     step[0] = call[0] = '\0';
@@ -583,7 +625,8 @@ static void read_steps(const char *path, char *step, char *call, size_t len)
              page + FIELD);
 }
 
-/* "rank 0: TODO 4: assemble y, inside MPI_Allgatherv; rank 1: ..." */
+/* "rank 0: TODO 4: assemble y, inside MPI_Allgatherv; rank 1: ...", from
+ * the steps files in `dir`. */
 static char *describe_steps(const char *dir, int ranks)
 {
     size_t cap = 256 + (size_t)ranks * 256, used = 0;
@@ -591,8 +634,8 @@ static char *describe_steps(const char *dir, int ranks)
     ck_assert_msg(text != NULL, "harness: out of memory");
     text[0] = '\0';
     for (int r = 0; r < ranks; r++) {
-        char path[4096], step[128], call[128];
-        snprintf(path, sizeof path, "%s/rank-%d", dir, r);
+        char path[PATH_MAX], step[STEPS_FIELD], call[STEPS_FIELD];
+        path_of(path, "%s/rank-%d", dir, r);
         read_steps(path, step, call, sizeof step);
         used += (size_t)snprintf(text + used, cap - used, "%srank %d: %s%s%s",
                                  r ? "; " : "", r,
@@ -611,17 +654,17 @@ static int remove_folder(const char *dir, int ranks)
 {
     int leftovers = 0;
     for (int r = 0; r < ranks; r++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/rank-%d", dir, r);
+        char path[PATH_MAX];
+        path_of(path, "%s/rank-%d", dir, r);
         unlink(path);
     }
     DIR *folder = opendir(dir);
     struct dirent *entry;
     while (folder != NULL && (entry = readdir(folder)) != NULL) {
-        char path[4096];
+        char path[PATH_MAX];
         if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
+        path_of(path, "%s/%s", dir, entry->d_name);
         if (unlink(path) == 0)
             leftovers++;
     }
@@ -704,45 +747,59 @@ void harness_free_names(char **names, size_t count)
     free(names);
 }
 
+/* Appends `word` to `list`, an array of `size` entries that ends with a
+ * NULL: more words than it has room for fail the test (`what` says whose),
+ * never go missing. */
+static void append_word(char **list, size_t *count, size_t size, char *word,
+                        const char *what)
+{
+    ck_assert_msg(*count + 1 < size, "harness: %s has more than %zu words",
+                  what, size - 1);
+    list[(*count)++] = word;
+}
+
 run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            char *const args[], char *const env[],
                            double timeout_s)
 {
-    enum { max_words = 64, max_env = 32 };
-    char *argv[max_words];
-    char launcher[1024], ranks_text[16], mpirun_timeout[16];
+    enum { MAX_WORDS = 64, MAX_ENV = 32 };
+    char *argv[MAX_WORDS];
+    char ranks_text[16], mpirun_timeout[16];
     size_t count = 0;
     const char *mpirun = getenv("ZZ_MPIRUN");
+    const char *command = "the mpirun command (ZZ_MPIRUN and the test's)";
 
     ck_assert_msg(mpirun != NULL, "harness: ZZ_MPIRUN is not set: run the "
                   "tests through make (make check L=NN)");
-    snprintf(launcher, sizeof launcher, "%s", mpirun);
+    char *launcher = strdup(mpirun);
+    ck_assert_msg(launcher != NULL, "harness: out of memory");
     /* ZZ_MPIRUN is a command line such as "env A=1 mpirun --oversubscribe";
      * split it on spaces. */
-    for (char *word = strtok(launcher, " "); word && count < max_words - 16;
-         word = strtok(NULL, " "))
-        argv[count++] = word;
+    for (char *word = strtok(launcher, " "); word; word = strtok(NULL, " "))
+        append_word(argv, &count, MAX_WORDS, word, command);
     snprintf(ranks_text, sizeof ranks_text, "%d", ranks);
-    argv[count++] = "-np";
-    argv[count++] = ranks_text;
+    append_word(argv, &count, MAX_WORDS, "-np", command);
+    append_word(argv, &count, MAX_WORDS, ranks_text, command);
     /* mpirun's own limit comes first, so that it kills its ranks and removes
      * its shared-memory files itself; ours is the backstop. */
     const char *timeout_flag = getenv("ZZ_MPIRUN_TIMEOUT_FLAG");
     if (timeout_flag != NULL && timeout_flag[0] != '\0' && timeout_s > 4) {
         snprintf(mpirun_timeout, sizeof mpirun_timeout, "%d",
                  (int)(timeout_s - 3));
-        argv[count++] = (char *)timeout_flag;
-        argv[count++] = mpirun_timeout;
+        append_word(argv, &count, MAX_WORDS, (char *)timeout_flag, command);
+        append_word(argv, &count, MAX_WORDS, mpirun_timeout, command);
     }
-    argv[count++] = (char *)harness_program(lesson, program);
-    for (size_t k = 0; args != NULL && args[k] != NULL && count < max_words - 1;
-         k++)
-        argv[count++] = args[k];
+    append_word(argv, &count, MAX_WORDS,
+                (char *)harness_program(lesson, program), command);
+    for (size_t k = 0; args != NULL && args[k] != NULL; k++)
+        append_word(argv, &count, MAX_WORDS, args[k], command);
     argv[count] = NULL;
 
     char steps_dir[HARNESS_PATH];
-    snprintf(steps_dir, sizeof steps_dir, "%s/zz-steps-XXXXXX",
-             harness_scratch());
+    int length = snprintf(steps_dir, sizeof steps_dir, "%s/zz-steps-XXXXXX",
+                          harness_scratch());
+    ck_assert_msg(length > 0 && length < HARNESS_PATH, "harness: the "
+                  "scratch folder's path is too long: %s", harness_scratch());
     ck_assert_msg(mkdtemp(steps_dir) != NULL, "harness: mkdtemp %s: %s",
                   steps_dir, strerror(errno));
     char steps_setting[HARNESS_PATH + 32], segments_setting[HARNESS_PATH + 64];
@@ -762,19 +819,20 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     /* MPI libraries allocate in plugins they unload at exit, which a leak
      * checker cannot tell from a leak; under AddressSanitizer, MPI programs
      * are checked for memory errors but not for leaks. */
-    char *mpi_env[max_env];
+    char *mpi_env[MAX_ENV];
     size_t env_count = 0;
-    mpi_env[env_count++] = "ASAN_OPTIONS=detect_leaks=0:"
-                           "allocator_may_return_null=1";
-    mpi_env[env_count++] = steps_setting;
-    mpi_env[env_count++] = segments_setting;
-    mpi_env[env_count++] = session_setting;
-    for (size_t k = 0; env != NULL && env[k] != NULL && env_count < max_env - 1;
-         k++)
-        mpi_env[env_count++] = env[k];
+    const char *settings = "an MPI run's environment";
+    append_word(mpi_env, &env_count, MAX_ENV, "ASAN_OPTIONS=detect_leaks=0:"
+                "allocator_may_return_null=1", settings);
+    append_word(mpi_env, &env_count, MAX_ENV, steps_setting, settings);
+    append_word(mpi_env, &env_count, MAX_ENV, segments_setting, settings);
+    append_word(mpi_env, &env_count, MAX_ENV, session_setting, settings);
+    for (size_t k = 0; env != NULL && env[k] != NULL; k++)
+        append_word(mpi_env, &env_count, MAX_ENV, env[k], settings);
     mpi_env[env_count] = NULL;
 
     run_result result = harness_run(argv, mpi_env, timeout_s);
+    free(launcher);
     /* Open MPI's mpirun ends a run at its --timeout with a non-zero exit
      * and this message. */
     if (strstr(result.err, "time limit for job execution has been reached")
@@ -811,10 +869,10 @@ void harness_remove_out_dir(const char *path)
     if (dir == NULL)
         return;
     while ((entry = readdir(dir)) != NULL) {
-        char file[4096];
+        char file[PATH_MAX];
         if (entry->d_name[0] == '.')
             continue;
-        snprintf(file, sizeof file, "%s/%s", path, entry->d_name);
+        path_of(file, "%s/%s", path, entry->d_name);
         unlink(file);
     }
     closedir(dir);
@@ -823,8 +881,8 @@ void harness_remove_out_dir(const char *path)
 
 char *harness_read_report(const char *dir, int rank)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
+    char path[PATH_MAX];
+    path_of(path, "%s/rank-%d.txt", dir, rank);
     FILE *file = fopen(path, "r");
     ck_assert_msg(file != NULL, "rank %d wrote no report (%s): did it reach "
                   "the end of the program?", rank, path);
@@ -859,8 +917,8 @@ int harness_report_values(const char *report, const char *key,
 void harness_read_doubles(const char *dir, const char *name, int rank,
                           double *values, size_t count)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s-rank-%d.bin", dir, name, rank);
+    char path[PATH_MAX];
+    path_of(path, "%s/%s-rank-%d.bin", dir, name, rank);
     FILE *file = fopen(path, "rb");
     ck_assert_msg(file != NULL, "rank %d wrote no %s (%s)", rank, name, path);
     size_t got = fread(values, sizeof *values, count, file);
@@ -1066,8 +1124,8 @@ void harness_expect_success(const run_result *result, const char *what)
 void harness_write_input(const char *dir, const char *name,
                          const void *values, size_t size, size_t count)
 {
-    char path[HARNESS_PATH + 128];
-    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    char path[PATH_MAX];
+    path_of(path, "%s/%s.bin", dir, name);
     FILE *file = fopen(path, "wb");
     bool ok = file != NULL &&
               (count == 0 || fwrite(values, size, count, file) == count);
@@ -1079,25 +1137,29 @@ run_result harness_produce(const char *lesson, const char *case_name,
                            const char *dir, const char *args,
                            char *const env[], double timeout_s)
 {
-    enum { MAX_WORDS = 20 };
-    char *argv[MAX_WORDS + 4], words[256];
-    int count = 0;
+    /* producer CASE DIR, its ARGs (producer.h), and the NULL. */
+    char *argv[3 + PRODUCER_MAX_ARGS + 1];
+    size_t count = 0;
     argv[count++] = (char *)harness_program(lesson, "producer");
     argv[count++] = (char *)case_name;
     argv[count++] = (char *)dir;
-    snprintf(words, sizeof words, "%s", args != NULL ? args : "");
-    for (char *word = strtok(words, " "); word != NULL && count < MAX_WORDS;
+    char *words = strdup(args != NULL ? args : "");
+    ck_assert_msg(words != NULL, "harness: out of memory");
+    for (char *word = strtok(words, " "); word != NULL;
          word = strtok(NULL, " "))
-        argv[count++] = word;
+        append_word(argv, &count, sizeof argv / sizeof argv[0], word,
+                    "a producer's command");
     argv[count] = NULL;
-    return harness_run(argv, env, timeout_s);
+    run_result result = harness_run(argv, env, timeout_s);
+    free(words);
+    return result;
 }
 
 void harness_read_output(const char *dir, const char *name, void *values,
                          size_t size, size_t count)
 {
-    char path[HARNESS_PATH + 128];
-    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    char path[PATH_MAX];
+    path_of(path, "%s/%s.bin", dir, name);
     FILE *file = fopen(path, "rb");
     ck_assert_msg(file != NULL, "the program that runs your code wrote no "
                   "%s: it ended before your code returned (exit() in the "

@@ -101,8 +101,11 @@ typedef struct {
     char program[256];    /* argv[0] */
 } process_info;
 
-/* Fills `list` with up to `capacity` running processes; returns how many. */
+/* Fills `list` with up to `capacity` running processes; returns how many.
+ * Every sweep of the harness and the runner looks at up to
+ * HARNESS_MAX_PROCESSES at once, in a list that long. */
 size_t harness_processes(process_info *list, size_t capacity);
+enum { HARNESS_MAX_PROCESSES = 4096 };
 
 /* Path of a program of this build, e.g. harness_program("00-setup",
  * "hello_mpi"); the build folder comes from ZZ_BUILD_DIR. Static storage:

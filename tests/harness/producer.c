@@ -3,14 +3,14 @@
 #include "producer.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ARGS = 16 };
 static const char *folder;
-static size_t args[MAX_ARGS];
+static size_t args[PRODUCER_MAX_ARGS];
 static int arg_count;
 
 static _Noreturn void usage(const char *program, const producer_case *cases,
@@ -26,7 +26,7 @@ static _Noreturn void usage(const char *program, const producer_case *cases,
 int producer_main(int argc, char **argv, const producer_case *cases,
                   size_t count)
 {
-    if (argc < 3 || argc - 3 > MAX_ARGS)
+    if (argc < 3 || argc - 3 > PRODUCER_MAX_ARGS)
         usage(argv[0], cases, count);
     folder = argv[2];
     arg_count = argc - 3;
@@ -69,10 +69,21 @@ void *producer_alloc(size_t count, size_t size, const char *what)
     return memory;
 }
 
+/* DIR/NAME.bin into path[PATH_MAX], or exits: never another file. */
+static void path_of(char path[PATH_MAX], const char *name)
+{
+    int length = snprintf(path, PATH_MAX, "%s/%s.bin", folder, name);
+    if (length < 0 || length >= PATH_MAX) {
+        fprintf(stderr, "producer: %s/%s.bin: path longer than %d "
+                "characters\n", folder, name, PATH_MAX - 1);
+        exit(2);
+    }
+}
+
 void *producer_input(const char *name, size_t size, size_t count)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.bin", folder, name);
+    char path[PATH_MAX];
+    path_of(path, name);
     void *values = producer_alloc(count, size, name);
     FILE *file = fopen(path, "rb");
     size_t got = file != NULL && count > 0 ? fread(values, size, count, file)
@@ -88,8 +99,8 @@ void *producer_input(const char *name, size_t size, size_t count)
 
 void produce(const char *name, const void *values, size_t size, size_t count)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.bin", folder, name);
+    char path[PATH_MAX];
+    path_of(path, name);
     FILE *file = fopen(path, "wb");
     if (file == NULL || (count > 0 && fwrite(values, size, count, file) !=
                                           count) || fclose(file) != 0) {

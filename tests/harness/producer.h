@@ -19,6 +19,9 @@
 
 #include <stddef.h>
 
+/* The most ARGs a producer takes (harness_produce passes no more). */
+enum { PRODUCER_MAX_ARGS = 16 };
+
 /* One kind of case: `run` reads its inputs (producer_input, producer_arg),
  * runs the student's code, and writes its outputs (produce). */
 typedef struct {

@@ -30,6 +30,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,11 +142,10 @@ static int kill_leftovers(void)
     }
     if (waitpid(-1, NULL, WNOHANG) < 0)
         return 0;
-    enum { MAX_PROCESSES = 4096 };
-    static process_info list[MAX_PROCESSES];
+    static process_info list[HARNESS_MAX_PROCESSES];
     for (int round = 0; round < 50; round++) {
         int found = 0;
-        size_t count = harness_processes(list, MAX_PROCESSES);
+        size_t count = harness_processes(list, HARNESS_MAX_PROCESSES);
         for (size_t k = 0; k < count; k++)
             if (list[k].parent == (int)getpid() && list[k].state != 'Z') {
                 kill((pid_t)list[k].pid, SIGKILL);
@@ -189,13 +189,18 @@ static int remove_entry(const char *path, const struct stat *info, int type,
 }
 
 /* The scratch folder: made before the tests, removed after them. */
-static char scratch[4096];
+static char scratch[PATH_MAX];
 
 static void make_scratch(void)
 {
     const char *tmp = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/zz-run-XXXXXX",
-             tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+    tmp = tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp";
+    int length = snprintf(scratch, sizeof scratch, "%s/zz-run-XXXXXX", tmp);
+    if (length < 0 || length >= (int)sizeof scratch) {
+        fprintf(stderr, "runner: TMPDIR is longer than %d characters: %s\n",
+                (int)(PATH_MAX - sizeof "/zz-run-XXXXXX"), tmp);
+        exit(2);
+    }
     if (mkdtemp(scratch) == NULL) {
         perror("runner: mkdtemp");
         exit(2);

@@ -1,11 +1,11 @@
 /* Lesson 02's producer (tests/harness/producer.h): runs your partition on
  * the tests' numbers and writes what it gave.
- *   partition TOTAL RANKS   rows_of_rank(TOTAL, RANKS, r, ...) for every rank
+ *   partition TOTAL RANKS   block_range(TOTAL, RANKS, r, ...) for every rank
  *                           r in order
  * Writes rows.bin: RANKS pairs begin, end as uint64. Both bounds start as
  * SIZE_MAX, so a bound never written shows.
  *
- * rows.c is an MPI source, so this is linked with mpicc; rows_of_rank calls
+ * rows.c is an MPI source, so this is linked with mpicc; block_range calls
  * no MPI function, so this never calls MPI_Init and runs without mpirun. */
 #include <limits.h>
 #include <stdint.h>
@@ -18,8 +18,9 @@
 static void partition(void)
 {
     size_t total = producer_arg(0), ranks = producer_arg(1);
-    /* rows_of_rank takes an int; a count that does not fit is a mistake in
-     * the test, not in the code under test. */
+    /* block_range needs at least one part; MPI counts ranks in int, so a
+     * count that does not fit is a mistake in the test, not in the code
+     * under test. */
     if (ranks == 0 || ranks > INT_MAX) {
         fprintf(stderr, "producer: partition: RANKS must be 1 .. %d\n",
                 INT_MAX);
@@ -30,7 +31,7 @@ static void partition(void)
         /* No partition the tests ask for reaches SIZE_MAX: the judge reads
          * it as "never set". */
         size_t begin = SIZE_MAX, end = SIZE_MAX;
-        rows_of_rank(total, (int)ranks, (int)rank, &begin, &end);
+        block_range(total, ranks, rank, &begin, &end);
         rows[2 * rank] = (uint64_t)begin;
         rows[2 * rank + 1] = (uint64_t)end;
     }
