@@ -37,12 +37,14 @@ int main(int argc, char **argv)
     cli_parse_or_exit(&spec, argc, argv, false);
 
     openblas_set_num_threads(1);
-    double *A = matrix_alloc(n, n, "A");
-    double *x = vector_alloc(n, "x"), *y = vector_alloc(n, "y");
-    double *expected = vector_alloc(n, "reference"), *bound = vector_alloc(n, "bound");
+    double *A = matrix_alloc_or_exit(n, n, "A");
+    double *x = vector_alloc_or_exit(n, "x");
+    double *y = vector_alloc_or_exit(n, "y");
+    double *expected = vector_alloc_or_exit(n, "reference");
+    double *bound = vector_alloc_or_exit(n, "bound");
     matrix_fill_random(A, n, n, 0, 0, 1);
     vector_fill_random(x, n, 0, 1);
-    triad_arrays triad = triad_alloc(TRIAD_DEFAULT_N);
+    triad_arrays triad = triad_alloc_or_exit(TRIAD_DEFAULT_N);
 
     /* Each kernel once, checked: a fast wrong answer is not a result. */
     reference_matvec(n, n, A, x, expected, bound);

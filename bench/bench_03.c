@@ -124,13 +124,15 @@ int main(int argc, char **argv)
                             options, sizeof options / sizeof options[0] };
     cli_parse_or_exit(&spec, argc, argv, false);
 
-    double *A = matrix_alloc(n, n, "A"), *L = matrix_alloc(n, n, "L");
-    double *x = vector_alloc(n, "x"), *y = vector_alloc(n, "y");
-    double *serial = vector_alloc(n, "serial y");
-    double *triangular = vector_alloc(n, "serial triangular y");
-    double *expected = vector_alloc(n, "reference");
-    double *bound = vector_alloc(n, "bound");
-    double *partials = matrix_alloc(2, n, "partials");
+    double *A = matrix_alloc_or_exit(n, n, "A");
+    double *L = matrix_alloc_or_exit(n, n, "L");
+    double *x = vector_alloc_or_exit(n, "x");
+    double *y = vector_alloc_or_exit(n, "y");
+    double *serial = vector_alloc_or_exit(n, "serial y");
+    double *triangular = vector_alloc_or_exit(n, "serial triangular y");
+    double *expected = vector_alloc_or_exit(n, "reference");
+    double *bound = vector_alloc_or_exit(n, "bound");
+    double *partials = matrix_alloc_or_exit(2, n, "partials");
     long *adjacent = adjacent_counters_alloc(2);
     long *padded = padded_counters_alloc(2);
     if (adjacent == NULL || padded == NULL) {

@@ -239,8 +239,8 @@ int main(int argc, char **argv)
         printf("  (%zu rows asked for: A and its copy would not fit in the "
                "device's free memory)\n", asked);
 
-    double *A64 = matrix_alloc(m, n, "A");
-    double *x64 = vector_alloc(n, "x");
+    double *A64 = matrix_alloc_or_exit(m, n, "A");
+    double *x64 = vector_alloc_or_exit(n, "x");
     matrix_fill_random(A64, m, n, 0, 0, 1);
     vector_fill_random(x64, n, 0, 1);
     double h2d_gbs[2];

@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     const cli_spec spec = { "bench_05", "lesson 05: the ring allreduce "
                             "against MPI_Allreduce, 4 KB to 64 MB, on the "
                             "ranks it is started with", NULL, 0 };
-    mpi_start(&argc, &argv, &spec, &rank, &ranks);
+    mpi_start_or_exit(&argc, &argv, &spec, &rank, &ranks);
     FILE *csv = rank == 0 ? bench_csv_open() : NULL;
     double factor = 2.0 * (ranks - 1) / ranks;
     if (rank == 0)

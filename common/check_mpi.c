@@ -41,7 +41,7 @@ _Noreturn void mpi_exit_all(int status)
     exit(status);
 }
 
-void mpi_refuse_if_any(bool bad, const char *program, const char *why)
+void mpi_exit_if_any(bool bad, const char *program, const char *why)
 {
     int rank;
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -61,8 +61,8 @@ void mpi_refuse_if_any(bool bad, const char *program, const char *why)
     mpi_exit_all(2);
 }
 
-void mpi_start(int *argc, char ***argv, const cli_spec *spec, int *rank,
-               int *ranks)
+void mpi_start_or_exit(int *argc, char ***argv, const cli_spec *spec,
+                       int *rank, int *ranks)
 {
     MPI_CHECK(MPI_Init(argc, argv));
     mpi_check_init();

@@ -35,8 +35,8 @@ _Noreturn void mpi_check_failed(int error, const char *call, const char *file,
  * (common/steps.h), and then the flags of `spec`, parsed by every rank
  * alike: on --help or a bad flag every rank ends together (status 0 or 2)
  * and rank 0 alone says why. Returns only when the flags are good. */
-void mpi_start(int *argc, char ***argv, const cli_spec *spec, int *rank,
-               int *ranks);
+void mpi_start_or_exit(int *argc, char ***argv, const cli_spec *spec,
+                       int *rank, int *ranks);
 
 /* Ends the program on every rank with `status` (2 for bad input): all ranks
  * call it together, so MPI is finalized cleanly and mpirun returns `status`.
@@ -49,7 +49,7 @@ _Noreturn void mpi_exit_all(int status);
  * Otherwise every rank ends with status 2, and the lowest bad rank alone
  * prints "PROGRAM: WHY" ("PROGRAM: rank R: WHY" when that is not rank 0),
  * so the reason appears once, not once per rank. */
-void mpi_refuse_if_any(bool bad, const char *program, const char *why);
+void mpi_exit_if_any(bool bad, const char *program, const char *why);
 
 /* Opens OUT/rank-RANK.txt for this rank's report, before any work (NULL
  * when `out` is NULL). A folder that does not exist, a file, or a place

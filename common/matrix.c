@@ -69,14 +69,14 @@ static double *or_exit(double *data, const char *error)
     return data;
 }
 
-double *matrix_alloc(size_t rows, size_t cols, const char *what)
+double *matrix_alloc_or_exit(size_t rows, size_t cols, const char *what)
 {
     char error[256];
     return or_exit(matrix_try_alloc(rows, cols, what, error, sizeof error),
                    error);
 }
 
-double *vector_alloc(size_t n, const char *what)
+double *vector_alloc_or_exit(size_t n, const char *what)
 {
     char error[256];
     return or_exit(vector_try_alloc(n, what, error, sizeof error), error);

@@ -36,9 +36,9 @@ double *vector_try_alloc(size_t n, const char *what, char *error,
  * for a student's code: instead of returning NULL they print "error: " and
  * the reason on one line, and exit with MATRIX_EXIT_TOO_LARGE. An MPI
  * driver that must end every rank together uses the _try_ forms and
- * mpi_refuse_if_any (check_mpi.h). */
-double *matrix_alloc(size_t rows, size_t cols, const char *what);
-double *vector_alloc(size_t n, const char *what);
+ * mpi_exit_if_any (check_mpi.h). */
+double *matrix_alloc_or_exit(size_t rows, size_t cols, const char *what);
+double *vector_alloc_or_exit(size_t n, const char *what);
 
 void matrix_free(double *data);
 

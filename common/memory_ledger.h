@@ -4,8 +4,8 @@
  * The lessons about distribution promise that memory per process falls as
  * processes are added: a rank holds 1/P of the matrix, ZeRO shards the
  * optimizer state. The ledger is how a check sees it. Everything the
- * lessons allocate goes through ledger_alloc (matrix_alloc and vector_alloc
- * use it), so a rank that builds the whole matrix shows it here.
+ * lessons allocate goes through ledger_alloc (matrix_alloc_or_exit and
+ * vector_alloc_or_exit use it), so a rank that builds the whole matrix shows it here.
  *
  * The budget (memory_ledger_set_cap) plays a device's memory: lesson 06
  * trains a model that does not fit one rank's cap by sharding it, and a

@@ -24,10 +24,10 @@
  * read-only disk. Returns 0, or -1 with one line in `error`:
  *   --out: cannot write to 'DIR': WHY
  * Under MPI every rank asks (on a cluster the folder may be each node's
- * own) and hands its answer to mpi_refuse_if_any (check_mpi.h):
+ * own) and hands its answer to mpi_exit_if_any (check_mpi.h):
  *     char why[256] = "";
  *     bool bad = out != NULL && report_check_dir(out, why, sizeof why) != 0;
- *     mpi_refuse_if_any(bad, "matvec_mpi", why);
+ *     mpi_exit_if_any(bad, "matvec_mpi", why);
  * Without MPI: print "PROGRAM: WHY" and exit 2. */
 int report_check_dir(const char *dir, char *error, size_t error_len);
 

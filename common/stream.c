@@ -27,7 +27,7 @@ int triad_try_alloc(size_t n, triad_arrays *arrays, char *error,
     return 0;
 }
 
-triad_arrays triad_alloc(size_t n)
+triad_arrays triad_alloc_or_exit(size_t n)
 {
     triad_arrays arrays;
     char error[256];

@@ -25,7 +25,7 @@ int triad_try_alloc(size_t n, triad_arrays *arrays, char *error,
 
 /* triad_try_alloc for programs with one process: when memory runs out it
  * prints "error: " and the reason on one line and exits with status 2. */
-triad_arrays triad_alloc(size_t n);
+triad_arrays triad_alloc_or_exit(size_t n);
 void triad_free(triad_arrays *arrays);
 
 /* One triad over the arrays; returns its wall time in seconds. */

@@ -16,7 +16,9 @@
 #      same output folder in a second checkout), beside a process whose
 #      command line names the same build folder: each gives the score of
 #      one grading alone, and the bystander survives;
-#  10. what the texts quote is what the programs print (tests/check-texts.sh);
+#  10. what the texts quote is what the programs print (tests/check-texts.sh),
+#      and the shared library keeps its rule for errors
+#      (tests/check-common-errors.sh);
 #  11. the run leaves nothing in the temporary folder or /dev/shm.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 # Usage: tests/run-all.sh [--full] LESSON...   (run by make test and make
@@ -131,6 +133,15 @@ if $full; then
     tests/check-texts.sh --full --tally "$tally" || status=1
 else
     tests/check-texts.sh --tally "$tally" || status=1
+fi
+echo
+
+echo "== the rule for errors in common/"
+if tests/check-common-errors.sh; then
+    echo "1 0 0 common errors" >> "$tally"
+else
+    echo "0 1 0 common errors" >> "$tally"
+    status=1
 fi
 echo
 

@@ -52,11 +52,13 @@ static void fill(const shape *s, double *A, double *x)
 static void check_kernel(const char *kernel, int index, const char *hint)
 {
     const shape *s = &shapes[index];
-    double *A = matrix_alloc(s->m, s->n, "A");
-    double *A_after = matrix_alloc(s->m, s->n, "A after");
-    double *x = vector_alloc(s->n, "x"), *x_after = vector_alloc(s->n, "x");
-    double *y = vector_alloc(s->m, "y"), *expected = vector_alloc(s->m, "y");
-    double *bound = vector_alloc(s->m, "bound");
+    double *A = matrix_alloc_or_exit(s->m, s->n, "A");
+    double *A_after = matrix_alloc_or_exit(s->m, s->n, "A after");
+    double *x = vector_alloc_or_exit(s->n, "x");
+    double *x_after = vector_alloc_or_exit(s->n, "x");
+    double *y = vector_alloc_or_exit(s->m, "y");
+    double *expected = vector_alloc_or_exit(s->m, "y");
+    double *bound = vector_alloc_or_exit(s->m, "bound");
     char dir[HARNESS_PATH], args[64], what[96];
     fill(s, A, x);
     reference_matvec(s->m, s->n, A, x, expected, bound);

@@ -115,8 +115,9 @@ static counted comm_in(const char *report, const char *only)
  * must match it exactly. */
 static void serial_y(size_t m, size_t n, double *y, double *bound)
 {
-    double *A = matrix_alloc(m, n, "A"), *x = vector_alloc(n, "x");
-    double *ignored = vector_alloc(m, "reference");
+    double *A = matrix_alloc_or_exit(m, n, "A");
+    double *x = vector_alloc_or_exit(n, "x");
+    double *ignored = vector_alloc_or_exit(m, "reference");
     matrix_fill_random(A, m, n, 0, 0, SEED);
     vector_fill_random(x, n, 0, SEED);
     matvec_rows(m, n, A, n, x, y);
@@ -194,9 +195,11 @@ START_TEST(rows_on_ranks)
     run_result r = run_driver(P, M, N, false, out);
     harness_expect_success(&r, what);
 
-    double *expected = vector_alloc(M, "y"), *bound = vector_alloc(M, "b");
-    double *y = vector_alloc(M + 1, "y from a rank");
-    double *x = vector_alloc(N, "x"), *x_got = vector_alloc(N + 1, "x got");
+    double *expected = vector_alloc_or_exit(M, "y");
+    double *bound = vector_alloc_or_exit(M, "b");
+    double *y = vector_alloc_or_exit(M + 1, "y from a rank");
+    double *x = vector_alloc_or_exit(N, "x");
+    double *x_got = vector_alloc_or_exit(N + 1, "x got");
     serial_y(M, N, expected, bound);
     vector_fill_random(x, N, 0, SEED);
     for (int rank = 0; rank < P; rank++) {
@@ -309,8 +312,9 @@ START_TEST(columns_on_ranks)
     run_result r = run_driver(P, M, N, true, out);
     harness_expect_success(&r, what);
 
-    double *expected = vector_alloc(M, "y"), *bound = vector_alloc(M, "b");
-    double *y = vector_alloc(M + 1, "y from a rank");
+    double *expected = vector_alloc_or_exit(M, "y");
+    double *bound = vector_alloc_or_exit(M, "b");
+    double *y = vector_alloc_or_exit(M + 1, "y from a rank");
     serial_y(M, N, expected, bound);
     for (int rank = 0; rank < P; rank++) {
         char *report = harness_read_report(out, rank);

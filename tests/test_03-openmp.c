@@ -195,10 +195,12 @@ START_TEST(rows_case)
     char what[128], dir[HARNESS_PATH], args[32], run_what[160];
     snprintf(what, sizeof what, "A is %zu x %zu, %d thread%s", s->m, s->n,
              threads, threads == 1 ? "" : "s");
-    double *A = matrix_alloc(s->m, s->n, "A");
-    double *A_after = matrix_alloc(s->m, s->n, "A after");
-    double *x = vector_alloc(s->n, "x"), *x_after = vector_alloc(s->n, "x");
-    double *y = vector_alloc(s->m, "y"), *expected = vector_alloc(s->m, "y");
+    double *A = matrix_alloc_or_exit(s->m, s->n, "A");
+    double *A_after = matrix_alloc_or_exit(s->m, s->n, "A after");
+    double *x = vector_alloc_or_exit(s->n, "x");
+    double *x_after = vector_alloc_or_exit(s->n, "x");
+    double *y = vector_alloc_or_exit(s->m, "y");
+    double *expected = vector_alloc_or_exit(s->m, "y");
     fill(s->m, s->n, A, x);
     matvec_rows(s->m, s->n, A, s->n, x, expected);
 
@@ -260,7 +262,8 @@ START_TEST(triangular_case)
      * them all in one process, as one program would. */
     for (int k = 0; k < order_count; k++) {
         size_t n = triangular_orders[k];
-        double *L = matrix_alloc(n, n, "L"), *x = vector_alloc(n, "x");
+        double *L = matrix_alloc_or_exit(n, n, "L");
+        double *x = vector_alloc_or_exit(n, "x");
         triangular_inputs(n, L, x);
         snprintf(name, sizeof name, "L-%d", k);
         harness_write_input(dir, name, L, sizeof *L, n * n);
@@ -294,9 +297,10 @@ START_TEST(triangular_case)
         size_t n = triangular_orders[k];
         snprintf(what, sizeof what, "L is %zu x %zu, %d thread%s, %s", n, n,
                  threads, threads == 1 ? "" : "s", setting);
-        double *L = matrix_alloc(n, n, "L");
-        double *x = vector_alloc(n, "x");
-        double *y = vector_alloc(n, "y"), *expected = vector_alloc(n, "y");
+        double *L = matrix_alloc_or_exit(n, n, "L");
+        double *x = vector_alloc_or_exit(n, "x");
+        double *y = vector_alloc_or_exit(n, "y");
+        double *expected = vector_alloc_or_exit(n, "y");
         triangular_inputs(n, L, x);
         for (size_t i = 0; i < n; i++)
             matvec_rows(1, i + 1, &L[i * n], n, x, &expected[i]);
@@ -363,16 +367,17 @@ START_TEST(columns_case)
         const shape *s = &column_shapes[k];
         snprintf(what, sizeof what, "A is %zu x %zu (%s), %d thread%s",
                  s->m, s->n, s->why, threads, threads == 1 ? "" : "s");
-        double *A = matrix_alloc(s->m, s->n, "A");
-        double *x = vector_alloc(s->n, "x");
-        double *expected = vector_alloc(s->m, "reference y");
-        double *bound = vector_alloc(s->m, "bounds");
+        double *A = matrix_alloc_or_exit(s->m, s->n, "A");
+        double *x = vector_alloc_or_exit(s->n, "x");
+        double *expected = vector_alloc_or_exit(s->m, "reference y");
+        double *bound = vector_alloc_or_exit(s->m, "bounds");
         double *y[COLUMN_CALLS];
         /* The rows of partials of the `threads` threads, as the product
          * left them; the producer filled them with NaN before each call,
          * so a row read before it was written shows. */
         size_t held = (size_t)threads * s->m;
-        double *partials = matrix_alloc((size_t)threads, s->m, "partials");
+        double *partials = matrix_alloc_or_exit((size_t)threads, s->m,
+                                                "partials");
         fill(s->m, s->n, A, x);
         /* One bound serves every order of additions. The error bound of a
          * dot product, gamma_n * sum_j |A[i][j] x[j]| (common/reference.h),
@@ -385,7 +390,7 @@ START_TEST(columns_case)
          * count. */
         reference_matvec(s->m, s->n, A, x, expected, bound);
         for (int call = 0; call < COLUMN_CALLS; call++) {
-            y[call] = vector_alloc(s->m, "y");
+            y[call] = vector_alloc_or_exit(s->m, "y");
             snprintf(name, sizeof name, "y-%d-%d", k, call);
             harness_read_output(dir, name, y[call], sizeof *y[call], s->m);
             snprintf(name, sizeof name, "partials-%d-%d", k, call);
@@ -561,11 +566,11 @@ START_TEST(hybrid_case)
 
     /* The whole product, here, on one thread: the hybrid split must give
      * the same bits, since every row is computed whole by matvec_rows. */
-    double *A = matrix_alloc(HYBRID_M, HYBRID_N, "A");
-    double *x = vector_alloc(HYBRID_N, "x");
-    double *expected = vector_alloc(HYBRID_M, "y");
-    double *y = vector_alloc(HYBRID_M, "y of a rank");
-    double *times = vector_alloc(HYBRID_M, "row counts of a rank");
+    double *A = matrix_alloc_or_exit(HYBRID_M, HYBRID_N, "A");
+    double *x = vector_alloc_or_exit(HYBRID_N, "x");
+    double *expected = vector_alloc_or_exit(HYBRID_M, "y");
+    double *y = vector_alloc_or_exit(HYBRID_M, "y of a rank");
+    double *times = vector_alloc_or_exit(HYBRID_M, "row counts of a rank");
     matrix_fill_random(A, HYBRID_M, HYBRID_N, 0, 0, HYBRID_SEED);
     vector_fill_random(x, HYBRID_N, 0, HYBRID_SEED);
     matvec_rows(HYBRID_M, HYBRID_N, A, HYBRID_N, x, expected);

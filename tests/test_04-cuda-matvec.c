@@ -198,10 +198,10 @@ static problem problem_make(size_t m, size_t n, bool single)
 {
     problem p = { .m = m, .n = n, .single = single,
                   .element = single ? sizeof(float) : sizeof(double) };
-    p.A = matrix_alloc(m, n, "A");
-    p.x = vector_alloc(n, "x");
-    p.expected = vector_alloc(m, "reference y");
-    p.bound = vector_alloc(m, "bounds");
+    p.A = matrix_alloc_or_exit(m, n, "A");
+    p.x = vector_alloc_or_exit(n, "x");
+    p.expected = vector_alloc_or_exit(m, "reference y");
+    p.bound = vector_alloc_or_exit(m, "bounds");
     matrix_fill_random(p.A, m, n, 0, 0, 2026);
     vector_fill_random(p.x, n, 0, 2026);
     if (!single) {

@@ -28,7 +28,7 @@ int main(int argc, char **argv)
                             "bandwidth between ranks 0 and 1 (run on 2 ranks)",
                             options, sizeof options / sizeof options[0] };
 
-    mpi_start(&argc, &argv, &spec, &rank, &ranks);
+    mpi_start_or_exit(&argc, &argv, &spec, &rank, &ranks);
     if (ranks != 2) {
         if (rank == 0)
             fprintf(stderr, "pingpong: needs exactly 2 ranks, got %d (mpirun "
@@ -42,7 +42,7 @@ int main(int argc, char **argv)
     char why[96];
     snprintf(why, sizeof why, "cannot allocate %zu bytes for --max-bytes",
              max_bytes);
-    mpi_refuse_if_any(buffer == NULL, "pingpong", why);
+    mpi_exit_if_any(buffer == NULL, "pingpong", why);
     memset(buffer, 1, max_bytes);
 
     int peer = 1 - rank;

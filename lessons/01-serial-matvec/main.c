@@ -74,14 +74,14 @@ int main(int argc, char **argv)
     printf("matvec: y = Ax, A is %zu x %zu (%s), seed %" PRIu64 "\n", m, n,
            human, seed);
 
-    double *A = matrix_alloc(m, n, "A");
-    double *x = vector_alloc(n, "x");
-    double *y = vector_alloc(m, "y");
-    double *expected = vector_alloc(m, "reference y");
-    double *bound = vector_alloc(m, "error bounds");
+    double *A = matrix_alloc_or_exit(m, n, "A");
+    double *x = vector_alloc_or_exit(n, "x");
+    double *y = vector_alloc_or_exit(m, "y");
+    double *expected = vector_alloc_or_exit(m, "reference y");
+    double *bound = vector_alloc_or_exit(m, "error bounds");
     /* Every buffer, the triad's too, before any work: memory that runs out
      * stops the program before the checks, not after them. */
-    triad_arrays triad = triad_alloc(TRIAD_DEFAULT_N);
+    triad_arrays triad = triad_alloc_or_exit(TRIAD_DEFAULT_N);
     matrix_fill_random(A, m, n, 0, 0, seed);
     vector_fill_random(x, n, 0, seed);
     reference_matvec(m, n, A, x, expected, bound);

@@ -14,8 +14,8 @@
 double *generate_my_columns(size_t m, size_t begin, size_t end,
                             uint64_t seed)
 {
-    /* TODO 5 start: allocate an (m, end - begin) block with matrix_alloc,
-     * row-major, and fill it with matrix_fill_random so that its first
+    /* TODO 5 start: allocate an (m, end - begin) block with
+     * matrix_alloc_or_exit, row-major, and fill it with matrix_fill_random so that its first
      * column is column `begin` of the whole matrix. */
     NOT_DONE();
     /* TODO 5 end */

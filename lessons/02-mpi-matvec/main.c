@@ -89,7 +89,7 @@ static void check_partition(const run_config *c, size_t total,
 
 /* The most memory this process has held so far, in bytes (its peak
  * resident set). The memory ledger sees only what goes through
- * matrix_alloc; this sees everything, however it was allocated. */
+ * matrix_alloc_or_exit; this sees everything, however it was allocated. */
 static unsigned long long peak_resident_bytes(void)
 {
     struct rusage usage;
@@ -146,8 +146,8 @@ static bool check_rows(const run_config *c, const double *A,
                        size_t end)
 {
     const size_t n = c->n;
-    double *x = vector_alloc(n, "x, made again");
-    double *row = vector_alloc(n, "a row of A, made again");
+    double *x = vector_alloc_or_exit(n, "x, made again");
+    double *row = vector_alloc_or_exit(n, "a row of A, made again");
     vector_fill_random(x, n, 0, c->seed);
     bool right = false;
     size_t k = first_difference(x, r->x, n);
@@ -222,7 +222,7 @@ static split_run run_rows(const run_config *c)
     steps_enter("TODO 2: generate_my_rows");
     r.peak_before = peak_resident_bytes();
     double *A = generate_my_rows(c->n, begin, end, c->seed);
-    r.x = vector_alloc(c->n + 1, "x");
+    r.x = vector_alloc_or_exit(c->n + 1, "x");
     r.x[c->n] = guard;
     if (c->rank == 0)
         vector_fill_random(r.x, c->n, 0, c->seed);
@@ -231,11 +231,11 @@ static split_run run_rows(const run_config *c)
     share_x(r.x, c->n, MPI_COMM_WORLD);
 
     steps_enter("local product");
-    double *my_y = vector_alloc(my_rows, "my rows of y");
+    double *my_y = vector_alloc_or_exit(my_rows, "my rows of y");
     matvec_rows(my_rows, c->n, A, c->n, r.x, my_y);
 
     steps_enter("TODO 4: assemble_y");
-    r.y = vector_alloc(c->m + 1, "y");
+    r.y = vector_alloc_or_exit(c->m + 1, "y");
     r.y[c->m] = guard;
     assemble_y(my_y, r.y, c->m, MPI_COMM_WORLD);
     r.y_offset = 0;
@@ -276,8 +276,8 @@ static bool check_columns(const run_config *c, const double *A,
                           const split_run *r, size_t begin, size_t end)
 {
     const size_t width = end - begin;
-    double *row = vector_alloc(c->n, "a row of A, made again");
-    double *x = vector_alloc(c->n, "x, made again");
+    double *row = vector_alloc_or_exit(c->n, "a row of A, made again");
+    double *x = vector_alloc_or_exit(c->n, "x, made again");
     vector_fill_random(x, c->n, 0, c->seed);
     bool right = false;
     size_t i = 0;
@@ -337,17 +337,17 @@ static split_run run_columns(const run_config *c)
     r.peak_before = peak_resident_bytes();
     double *A = generate_my_columns(c->m, begin, end, c->seed);
     /* My slice of x: the entries that meet my columns. */
-    double *x_slice = vector_alloc(width, "my slice of x");
+    double *x_slice = vector_alloc_or_exit(width, "my slice of x");
     vector_fill_random(x_slice, width, begin, c->seed);
 
     steps_enter("local product");
-    double *partial_y = vector_alloc(c->m, "partial y");
+    double *partial_y = vector_alloc_or_exit(c->m, "partial y");
     matvec_rows(c->m, width, A, width, x_slice, partial_y);
 
     steps_enter("TODO 6: reduce_scatter_y");
     r.y_offset = row_begin;
     r.y_count = row_end - row_begin;
-    r.y = vector_alloc(r.y_count + 1, "my rows of y");
+    r.y = vector_alloc_or_exit(r.y_count + 1, "my rows of y");
     r.y[r.y_count] = guard;
     reduce_scatter_y(partial_y, r.y, c->m, MPI_COMM_WORLD);
     steps_enter("report");
@@ -400,7 +400,7 @@ int main(int argc, char **argv)
                             "across MPI ranks, by rows or by columns",
                             options, sizeof options / sizeof options[0] };
 
-    mpi_start(&argc, &argv, &spec, &c.rank, &c.ranks);
+    mpi_start_or_exit(&argc, &argv, &spec, &c.rank, &c.ranks);
     size_t split = c.columns ? c.n : c.m;
     if ((size_t)c.ranks > split) {
         if (c.rank == 0)

@@ -26,7 +26,7 @@ void block_range(size_t total, size_t parts, size_t index, size_t *begin,
                  size_t *end);
 
 /* TODO 2. Rows [begin, end) of A, and no others: a (end - begin, n) block,
- * allocated with matrix_alloc (so the memory ledger sees it). */
+ * allocated with matrix_alloc_or_exit (so the memory ledger sees it). */
 double *generate_my_rows(size_t n, size_t begin, size_t end, uint64_t seed);
 
 /* TODO 3. x (n) is filled on rank 0 only; afterwards every rank holds it. */
@@ -39,7 +39,7 @@ void assemble_y(const double *my_y, double *y, size_t m, MPI_Comm comm);
 /* ---- columns.c: each rank owns a block of columns ---------------------- */
 
 /* TODO 5. Columns [begin, end) of A, all m rows: a (m, end - begin) block,
- * row-major, allocated with matrix_alloc. */
+ * row-major, allocated with matrix_alloc_or_exit. */
 double *generate_my_columns(size_t m, size_t begin, size_t end,
                             uint64_t seed);
 

@@ -26,8 +26,8 @@ void block_range(size_t total, size_t parts, size_t index, size_t *begin,
 double *generate_my_rows(size_t n, size_t begin, size_t end, uint64_t seed)
 {
     /* TODO 2 start: allocate a block of (end - begin) rows of n doubles with
-     * matrix_alloc, fill it with matrix_fill_random so that its first row
-     * is row `begin` of the whole matrix, and return it. Never make the
+     * matrix_alloc_or_exit, fill it with matrix_fill_random so that its
+     * first row is row `begin` of the whole matrix, and return it. Never make the
      * whole of A: that is what this lesson is about. */
     NOT_DONE();
     /* TODO 2 end */

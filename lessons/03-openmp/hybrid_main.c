@@ -211,7 +211,7 @@ int main(int argc, char **argv)
     if (status >= 0)
         mpi_exit_all(status);
     bool bad = out != NULL && report_check_dir(out, why, sizeof why) != 0;
-    mpi_refuse_if_any(bad, "hybrid", why);
+    mpi_exit_if_any(bad, "hybrid", why);
     /* Every region gets OMP_NUM_THREADS threads: with OMP_DYNAMIC=true the
      * runtime could give fewer, and the row log would blame TODO 6. */
     omp_set_dynamic(0);
@@ -220,7 +220,7 @@ int main(int argc, char **argv)
     snprintf(why, sizeof why, "OMP_NUM_THREADS asks for %d threads a "
              "rank, more than this program's maximum of %d", threads,
              MAX_THREADS);
-    mpi_refuse_if_any(bad, "hybrid", why);
+    mpi_exit_if_any(bad, "hybrid", why);
 
     /* The thread level: asked of MPI, on every rank, whatever start_mpi
      * thought it got. Each rank notes it in its report first, so the tests
@@ -243,7 +243,7 @@ int main(int argc, char **argv)
     snprintf(why, sizeof why, "MPI provides only %s, and the threads of "
              "this program need MPI_THREAD_FUNNELED (TODO 5: start MPI with "
              "MPI_Init_thread, asking for it)", thread_level_name(level));
-    mpi_refuse_if_any(bad, "hybrid", why);
+    mpi_exit_if_any(bad, "hybrid", why);
 
     /* My rows of A, generated here: no rank ever holds the whole matrix.
      * Memory that one rank cannot get stops every rank, like bad input. */
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
           counts == NULL || offsets == NULL;
     if (bad && why[0] == '\0')
         snprintf(why, sizeof why, "out of memory");
-    mpi_refuse_if_any(bad, "hybrid", why);
+    mpi_exit_if_any(bad, "hybrid", why);
     matrix_fill_random(block, my_rows, n, row0, 0, seed);
     vector_fill_random(x, n, 0, seed);
     for (int r = 0; r < ranks; r++) {

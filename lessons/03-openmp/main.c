@@ -275,15 +275,15 @@ int main(int argc, char **argv)
            "lower-triangular (%s); %d thread%s, seed %" PRIu64 "\n", m, n,
            human_a, n, n, human_l, threads, threads == 1 ? "" : "s", seed);
 
-    double *A = matrix_alloc(m, n, "A");
-    double *L = matrix_alloc(n, n, "L");
-    double *x = vector_alloc(n, "x");
-    double *y = vector_alloc(m > n ? m : n, "y");
-    double *serial_y = vector_alloc(m, "serial y");
-    double *triangular_y = vector_alloc(n, "serial triangular y");
-    double *reference_y = vector_alloc(m, "reference y");
-    double *bound = vector_alloc(m, "error bounds");
-    double *partials = matrix_alloc((size_t)threads, m, "partial ys");
+    double *A = matrix_alloc_or_exit(m, n, "A");
+    double *L = matrix_alloc_or_exit(n, n, "L");
+    double *x = vector_alloc_or_exit(n, "x");
+    double *y = vector_alloc_or_exit(m > n ? m : n, "y");
+    double *serial_y = vector_alloc_or_exit(m, "serial y");
+    double *triangular_y = vector_alloc_or_exit(n, "serial triangular y");
+    double *reference_y = vector_alloc_or_exit(m, "reference y");
+    double *bound = vector_alloc_or_exit(m, "error bounds");
+    double *partials = matrix_alloc_or_exit((size_t)threads, m, "partial ys");
     matrix_fill_random(A, m, n, 0, 0, seed);
     matrix_fill_random(L, n, n, 0, 0, seed + 1);
     /* Above the diagonal, NaN: a product that reads there shows it. */

@@ -37,7 +37,7 @@ typedef struct {
 } problem;
 
 /* count numbers of `element` bytes, allocated and written; exits with 2,
- * as matrix_alloc does, when that cannot be. */
+ * as matrix_alloc_or_exit does, when that cannot be. */
 static void *numbers_alloc(size_t count, size_t element, const char *what)
 {
     if (count > SIZE_MAX / element) {
@@ -190,13 +190,13 @@ int main(int argc, char **argv)
 
     /* The inputs, and the reference computed from exactly the numbers the
      * kernels get: for float, the generated numbers rounded to float. */
-    p.A64 = matrix_alloc(m, n, "A");
-    p.x64 = vector_alloc(n, "x");
+    p.A64 = matrix_alloc_or_exit(m, n, "A");
+    p.x64 = vector_alloc_or_exit(n, "x");
     matrix_fill_random(p.A64, m, n, 0, 0, seed);
     vector_fill_random(p.x64, n, 0, seed);
-    double *expected = vector_alloc(m, "reference y");
-    double *bound = vector_alloc(m, "error bounds");
-    double *y64 = vector_alloc(m, "y as doubles");
+    double *expected = vector_alloc_or_exit(m, "reference y");
+    double *bound = vector_alloc_or_exit(m, "error bounds");
+    double *y64 = vector_alloc_or_exit(m, "y as doubles");
     float *A32 = NULL, *x32 = NULL;
     if (p.single) {
         round_to_float(p.A64, m * n);

@@ -225,7 +225,7 @@ int main(int argc, char **argv)
                             "MLP", options,
                             sizeof options / sizeof options[0] };
 
-    mpi_start(&argc, &argv, &spec, &c.rank, &c.ranks);
+    mpi_start_or_exit(&argc, &argv, &spec, &c.rank, &c.ranks);
     char error[256];
     trainer t = { .ranks = c.ranks, .method = METHODS,
                   .sgd = strcmp(c.optimizer, "sgd") == 0 };

@@ -117,7 +117,7 @@ static void run_once(const check_config *c, size_t count)
                 (unsigned long long)all.bytes_received,
                 comm_ledger_open_requests(NULL));
         /* As doubles: every float converts exactly. */
-        double *copy = vector_alloc(count + 1, "result");
+        double *copy = vector_alloc_or_exit(count + 1, "result");
         for (size_t k = 0; k <= count; k++)
             copy[k] = data[k];
         char name[sizeof "result-18446744073709551615"]; /* any size_t */
@@ -172,7 +172,7 @@ int main(int argc, char **argv)
                             "generated data, once per length", options,
                             sizeof options / sizeof options[0] };
 
-    mpi_start(&argc, &argv, &spec, &c.rank, &ranks);
+    mpi_start_or_exit(&argc, &argv, &spec, &c.rank, &ranks);
     size_t counts[RING_CHECK_MAX_COUNTS];
     int how_many = parse_counts(counts_text, counts);
     c.ring = strcmp(mode, "ring") == 0;

@@ -15,7 +15,8 @@ double *generate_my_columns(size_t m, size_t begin, size_t end,
                             uint64_t seed)
 {
     /* TODO 5 start */
-    double *my_columns = matrix_alloc(m, end - begin, "my columns of A");
+    double *my_columns = matrix_alloc_or_exit(m, end - begin,
+                                              "my columns of A");
     matrix_fill_random(my_columns, m, end - begin, 0, begin, seed);
     return my_columns;
     /* TODO 5 end */

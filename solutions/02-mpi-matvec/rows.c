@@ -25,7 +25,7 @@ void block_range(size_t total, size_t parts, size_t index, size_t *begin,
 double *generate_my_rows(size_t n, size_t begin, size_t end, uint64_t seed)
 {
     /* TODO 2 start */
-    double *my_rows = matrix_alloc(end - begin, n, "my rows of A");
+    double *my_rows = matrix_alloc_or_exit(end - begin, n, "my rows of A");
     matrix_fill_random(my_rows, end - begin, n, begin, 0, seed);
     return my_rows;
     /* TODO 2 end */

@@ -126,7 +126,7 @@ END_TEST
 
 START_TEST(matrix_alloc_is_aligned_and_zeroed)
 {
-    double *A = matrix_alloc(7, 9, "A");
+    double *A = matrix_alloc_or_exit(7, 9, "A");
     ck_assert_msg(((uintptr_t)A % 64) == 0, "not 64-byte aligned");
     for (int k = 0; k < 63; k++)
         ck_assert(A[k] == 0.0);
@@ -138,7 +138,7 @@ END_TEST
 START_TEST(matrix_alloc_too_large_exits_2)
 {
     freopen("/dev/null", "w", stderr); /* the expected error, not noise */
-    matrix_alloc(SIZE_MAX / 4, 4, "A");
+    matrix_alloc_or_exit(SIZE_MAX / 4, 4, "A");
 }
 END_TEST
 
@@ -380,7 +380,7 @@ END_TEST
 
 START_TEST(triad_computes_and_measures)
 {
-    triad_arrays arrays = triad_alloc(1000);
+    triad_arrays arrays = triad_alloc_or_exit(1000);
     double seconds = triad_once(&arrays);
     ck_assert(seconds >= 0.0);
     for (size_t i = 0; i < arrays.n; i++)
@@ -497,14 +497,14 @@ END_TEST
 START_TEST(memory_ledger_tracks_current_and_peak)
 {
     size_t matrix0 = memory_ledger_current(MEMORY_MATRIX);
-    double *A = matrix_alloc(10, 10, "A");
-    double *B = matrix_alloc(5, 10, "B");
+    double *A = matrix_alloc_or_exit(10, 10, "A");
+    double *B = matrix_alloc_or_exit(5, 10, "B");
     ck_assert_uint_eq(memory_ledger_current(MEMORY_MATRIX), matrix0 + 1200);
     ck_assert_uint_ge(memory_ledger_peak(MEMORY_MATRIX), matrix0 + 1200);
     matrix_free(A);
     ck_assert_uint_eq(memory_ledger_current(MEMORY_MATRIX), matrix0 + 400);
     ck_assert_uint_ge(memory_ledger_peak(MEMORY_MATRIX), matrix0 + 1200);
-    double *x = vector_alloc(3, "x");
+    double *x = vector_alloc_or_exit(3, "x");
     ck_assert_uint_ge(memory_ledger_current(MEMORY_VECTOR), 24);
     void *state = ledger_alloc(MEMORY_OPTIMIZER, 100);
     ck_assert(state != NULL && ((uintptr_t)state % 64) == 0);

@@ -10,9 +10,11 @@
 START_TEST(fast_wide_rows)
 {
     enum { m = 6, n = 5003 };
-    double *A = matrix_alloc(m, n, "A"), *x = vector_alloc(n, "x");
-    double *y = vector_alloc(m, "y"), *expected = vector_alloc(m, "y");
-    double *bound = vector_alloc(m, "bound");
+    double *A = matrix_alloc_or_exit(m, n, "A");
+    double *x = vector_alloc_or_exit(n, "x");
+    double *y = vector_alloc_or_exit(m, "y");
+    double *expected = vector_alloc_or_exit(m, "y");
+    double *bound = vector_alloc_or_exit(m, "bound");
     char dir[HARNESS_PATH];
     matrix_fill_random(A, m, n, 0, 0, 77);
     vector_fill_random(x, n, 0, 77);
