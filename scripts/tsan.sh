@@ -140,11 +140,18 @@ build_log=$out/build.log
 : > "$build_log"
 
 # The shared library, rebuilt only where a source or header changed.
+# Its plain C part, as the Makefile lists it (COMMON_SOURCES: not the MPI
+# or CUDA parts, which the OpenMP driver does not link).
 newest_header=$(ls -t common/*.h | head -1)
+common_sources=$(make -s --no-print-directory -f Makefile \
+    -f <(printf 'zz-print-common:\n\t@echo $(COMMON_SOURCES)\n') zz-print-common 2>/dev/null)
+if [ -z "$common_sources" ]; then
+    echo "tsan: cannot read the shared library's sources from the Makefile" >&2
+    exit 2
+fi
 common_objects=()
-for source in common/*.c; do
+for source in $common_sources; do
     base=$(basename "$source" .c)
-    case "$base" in check_mpi|comm_ledger|check_cuda) continue ;; esac
     object=build/tsan/common/$base.o
     common_objects+=("$object")
     if [ ! -e "$object" ] || [ "$source" -nt "$object" ] || [ "$newest_header" -nt "$object" ]; then

@@ -38,6 +38,9 @@ rm -rf build/test
 mkdir -p build/test/solutions/work
 : > "$tally"
 status=0
+tally_line() {   # tally_line OK NAME: one result of this script's own
+    if [ "$1" = yes ]; then echo "1 0 0 $2" >> "$tally"; else echo "0 1 0 $2" >> "$tally"; status=1; fi
+}
 
 # Everything the tests write to the temporary folder goes into one folder
 # of this run's own, which must be empty at the end.
@@ -138,10 +141,9 @@ echo
 
 echo "== the rule for errors in common/"
 if tests/check-common-errors.sh; then
-    echo "1 0 0 common errors" >> "$tally"
+    tally_line yes "common errors"
 else
-    echo "0 1 0 common errors" >> "$tally"
-    status=1
+    tally_line no "common errors"
 fi
 echo
 
@@ -256,10 +258,6 @@ else
     echo "0 0 1 formats" >> "$tally"
 fi
 echo
-
-tally_line() {   # tally_line OK NAME: one result of this script's own
-    if [ "$1" = yes ]; then echo "1 0 0 $2" >> "$tally"; else echo "0 1 0 $2" >> "$tally"; status=1; fi
-}
 
 echo "== each lesson's time limits fit in the wall-clock limit of grading it"
 wall=${GRADE_WALL_SECONDS:-600}
