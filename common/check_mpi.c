@@ -25,8 +25,16 @@ _Noreturn void mpi_check_failed(int error, const char *call, const char *file,
     int length = 0, rank = -1;
     MPI_Error_string(error, explanation, &length);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fprintf(stderr, "%s:%d: rank %d: %s failed: %s\n", file, line, rank, call,
-            explanation);
+    char message[MPI_MAX_ERROR_STRING + 512];
+    snprintf(message, sizeof message, "%s:%d: rank %d: %s failed: %s", file,
+             line, rank, call, explanation);
+    mpi_abort_exit(message);
+}
+
+_Noreturn void mpi_abort_exit(const char *message)
+{
+    fprintf(stderr, "%s\n", message);
+    fflush(stderr);
     /* Give the launcher time to forward that line before the abort kills
      * this process (comm_ledger.c says why). */
     struct timespec pause = { 0, 100 * 1000 * 1000 };

@@ -38,6 +38,11 @@ _Noreturn void mpi_check_failed(int error, const char *call, const char *file,
 void mpi_start_or_exit(int *argc, char ***argv, const cli_spec *spec,
                        int *rank, int *ranks);
 
+/* Ends the job at once, from one rank, on an error that rank alone meets:
+ * prints `message` and a newline on stderr, and MPI_Abort(1), which has
+ * the launcher kill every rank. */
+_Noreturn void mpi_abort_exit(const char *message);
+
 /* Ends the program on every rank with `status` (2 for bad input): all ranks
  * call it together, so MPI is finalized cleanly and mpirun returns `status`.
  * For errors that every rank detects in the same way, such as a bad flag. */

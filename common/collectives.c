@@ -1,5 +1,5 @@
 /* Reduce-scatter and allgather over a flat buffer, pairwise, with the sum
- * in rank order. */
+ * in rank order; bf16 contributions travel widened to fp32. */
 #include "collectives.h"
 
 #include "memory_ledger.h"
@@ -89,10 +89,14 @@ static int start(const char *what, size_t total, size_t offset, size_t count,
     return 0;
 }
 
-int collective_reduce_scatter_f32(const float *contributions, float *own,
-                                  size_t total, size_t offset, size_t count,
-                                  MPI_Comm comm, char *error,
-                                  size_t error_len)
+/* The two reduce-scatters' one body. The contributions are fp32, or bf16
+ * (`widen`) that travel as fp32: each chunk is widened into a send buffer
+ * just before it goes, so no fp32 copy of the whole range is ever made.
+ * The sums go to `own` as fp32, or rounded once to bf16 (`narrow`). */
+static int reduce_scatter(const void *contributions, bool widen, void *own,
+                          bool narrow, size_t total, size_t offset,
+                          size_t count, MPI_Comm comm, char *error,
+                          size_t error_len)
 {
     const char *what = "reduce-scatter";
     int rank, ranks;
@@ -100,6 +104,10 @@ int collective_reduce_scatter_f32(const float *contributions, float *own,
                        error_len);
     if (result != 0)
         return result;
+    const float *from32 = contributions;
+    const bf16 *from16 = contributions;
+    float *own32 = own;
+    bf16 *own16 = own;
     const size_t last = offset + count, chunk = COLLECTIVES_CHUNK_ELEMENTS;
     size_t begin, end;
     block_range(total, (size_t)ranks, (size_t)rank, &begin, &end);
@@ -108,34 +116,40 @@ int collective_reduce_scatter_f32(const float *contributions, float *own,
     /* Every rank runs the same rounds: as many as the largest part of the
      * range needs chunks. In round k each part's k-th chunk (if it has one)
      * goes to its owner from every other rank. */
-    size_t rounds = 0;
+    size_t rounds = 0, largest = 0;
     for (int peer = 0; peer < ranks; peer++) {
         size_t length = span_length(owned_in(total, ranks, peer, offset, last));
         size_t needed = (length + chunk - 1) / chunk;
         if (needed > rounds)
             rounds = needed;
+        if (peer != rank && length > largest)
+            largest = length;
     }
 
     /* A slot of `stride` elements per peer: no bigger than this rank's part
-     * needs, so a small layer costs a small buffer. */
+     * needs, so a small layer costs a small buffer. Widened contributions
+     * need a send slot per peer too, as big as the largest part sent. */
     const size_t peers = ranks > 1 ? (size_t)(ranks - 1) : 0;
     const size_t stride = span_length(mine) < chunk ? span_length(mine) : chunk;
-    float *received = NULL;
+    const size_t send_stride = !widen ? 0 : largest < chunk ? largest : chunk;
+    float *received = NULL, *sending = NULL;
     MPI_Request *requests = NULL;
     if (peers > 0) {
-        if (stride > 0) {
-            if (peers > SIZE_MAX / sizeof(float) / stride) {
+        if (stride + send_stride > 0) {
+            if (peers > SIZE_MAX / sizeof(float) / (stride + send_stride)) {
                 snprintf(error, error_len, "%s: rank %d: %zu peers' buffers "
                          "are too large to address", what, rank, peers);
                 return -1;
             }
-            received = ledger_alloc(MEMORY_COMM,
-                                    peers * stride * sizeof(float));
+            /* One block: the receive slots, then the send slots. */
+            received = ledger_alloc(MEMORY_COMM, peers *
+                                    (stride + send_stride) * sizeof(float));
             if (received == NULL) {
                 snprintf(error, error_len, "%s: %s", what,
                          memory_ledger_last_error());
                 return -1;
             }
+            sending = received + peers * stride;
         }
         /* Bookkeeping, 2(P-1) handles: not data, so not on the ledger. */
         requests = malloc(2 * peers * sizeof *requests);
@@ -177,10 +191,16 @@ int collective_reduce_scatter_f32(const float *contributions, float *own,
             size_t at = theirs.begin + round * chunk;
             if (at >= theirs.end)
                 continue;
-            size_t sending = theirs.end - at < chunk ? theirs.end - at : chunk;
-            result = MPI_Isend(contributions + (at - offset), (int)sending,
-                               MPI_FLOAT, peer, COLLECTIVES_TAG, comm,
-                               &requests[posted]);
+            size_t length_out = theirs.end - at < chunk ? theirs.end - at
+                                                        : chunk;
+            const float *out = from32 + (at - offset);
+            if (widen) {
+                float *slot = sending + slot_of(peer, rank) * send_stride;
+                bf16_to_floats(slot, from16 + (at - offset), length_out);
+                out = slot;
+            }
+            result = MPI_Isend(out, (int)length_out, MPI_FLOAT, peer,
+                               COLLECTIVES_TAG, comm, &requests[posted]);
             if (result != MPI_SUCCESS)
                 mpi_failed(result, what, rank, "MPI_Isend", peer, error,
                            error_len);
@@ -203,19 +223,42 @@ int collective_reduce_scatter_f32(const float *contributions, float *own,
          * what makes the in-place call safe. */
         for (size_t k = 0; k < length; k++) {
             const size_t i = first + k;
-            float sum = rank == 0 ? contributions[i - offset]
+            const float mine_term = widen ? bf16_to_float(from16[i - offset])
+                                          : from32[i - offset];
+            float sum = rank == 0 ? mine_term
                                   : received[slot_of(0, rank) * stride + k];
             for (int peer = 1; peer < ranks; peer++)
                 sum += peer == rank
-                           ? contributions[i - offset]
+                           ? mine_term
                            : received[slot_of(peer, rank) * stride + k];
-            own[i - begin] = sum;
+            if (narrow)
+                own16[i - begin] = bf16_from_float(sum);
+            else
+                own32[i - begin] = sum;
         }
     }
     free(requests);
     if (!receiving)
         ledger_free(received);
     return result;
+}
+
+int collective_reduce_scatter_f32(const float *contributions, float *own,
+                                  size_t total, size_t offset, size_t count,
+                                  MPI_Comm comm, char *error,
+                                  size_t error_len)
+{
+    return reduce_scatter(contributions, false, own, false, total, offset,
+                          count, comm, error, error_len);
+}
+
+int collective_reduce_scatter_bf16(const bf16 *contributions, bf16 *own,
+                                   size_t total, size_t offset, size_t count,
+                                   MPI_Comm comm, char *error,
+                                   size_t error_len)
+{
+    return reduce_scatter(contributions, true, own, true, total, offset,
+                          count, comm, error, error_len);
 }
 
 int collective_allgather(const void *own, void *out, MPI_Datatype type,

@@ -45,10 +45,13 @@
 
 #include <mpi.h>
 
+#include "bf16.h"
+
 /* A reduce-scatter moves its contributions in chunks of at most this many
  * elements from each peer, and adds a chunk as soon as all P-1 have come,
  * so a rank holds (P-1) * CHUNK fp32 elements of receive buffer (recorded
- * in the memory ledger as "comm"), never P-1 copies of its whole part.
+ * in the memory ledger as "comm"; the bf16 form as much again for its
+ * widened sends), never P-1 copies of its whole part.
  * 8192 fp32 = 32 KiB a peer: at P = 4 the three receive buffers and the
  * chunk of sums they make, 128 KiB, stay in a core's L2 cache while they
  * are added; and a 32 KiB message takes several microseconds at
@@ -71,6 +74,23 @@ int collective_reduce_scatter_f32(const float *contributions, float *own,
                                   size_t total, size_t offset, size_t count,
                                   MPI_Comm comm, char *error,
                                   size_t error_len);
+
+/* The same for bf16 contributions, as ZeRO reduces bf16 gradients: each
+ * travels widened to fp32 (exactly: every bf16 is a float), the owner adds
+ * the P of them in rank order in fp32 as above, and rounds the sum once:
+ *     own[i - begin] = bf16_from_float(sum over r = 0..P-1 of
+ *                                      bf16_to_float(rank r's contribution))
+ * Summing in bf16 would round P-1 times, and differently for each P. The
+ * same messages, elements and order as collective_reduce_scatter_f32, so
+ * the same traffic (fp32 elements); the chunks are widened as they are
+ * sent, so the communication buffer is (P-1) chunks more, (P-1) send
+ * slots as large as the largest part sent, or CHUNK: never an fp32 copy
+ * of the range. In place is allowed as above (own the owned part of the
+ * bf16 buffer that contributions lies in). */
+int collective_reduce_scatter_bf16(const bf16 *contributions, bf16 *own,
+                                   size_t total, size_t offset, size_t count,
+                                   MPI_Comm comm, char *error,
+                                   size_t error_len);
 
 /* For every element i of [offset, offset + count):
  *     out[i - offset] = own[i - begin] of the rank that owns i.

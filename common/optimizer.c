@@ -1,4 +1,5 @@
-/* Optimizers: SGD with momentum, and AdamW, on one slice of the flat buffers.
+/* Optimizers: SGD with momentum, and AdamW (in fp32, and in mixed precision
+ * with bf16 gradients and parameters), on one slice of the flat buffers.
  *
  * Each element is updated on its own, so the loops are split among OpenMP
  * threads and vectorised freely: the order does not change any result.
@@ -26,33 +27,67 @@ void sgd_step(const sgd_config *config, float *params, const float *grads,
     }
 }
 
-void adamw_step(const adamw_config *config, long step, float *params,
-                const float *grads, float *m, float *v, size_t count)
+/* What one step needs besides the element: the settings and this step's
+ * bias corrections. */
+typedef struct {
+    float learning_rate, beta1, beta2, epsilon, weight_decay;
+    float correction1, correction2;
+} adamw_constants;
+
+static adamw_constants adamw_constants_of(const adamw_config *config,
+                                          long step)
 {
-    const float learning_rate = config->learning_rate;
-    const float beta1 = config->beta1, beta2 = config->beta2;
-    const float epsilon = config->epsilon;
-    const float weight_decay = config->weight_decay;
+    adamw_constants c = { config->learning_rate, config->beta1,
+                          config->beta2, config->epsilon,
+                          config->weight_decay, 0, 0 };
     /* The moments start at zero, so after `step` steps they are biased
      * towards it by the factors 1 - beta^step; dividing by them corrects
      * that (Kingma and Ba, section 3). In double: beta2^step for step in
      * the thousands is 1 minus a small number. */
-    const float correction1 = (float)(1.0 - pow((double)beta1, (double)step));
-    const float correction2 = (float)(1.0 - pow((double)beta2, (double)step));
+    c.correction1 = (float)(1.0 - pow((double)c.beta1, (double)step));
+    c.correction2 = (float)(1.0 - pow((double)c.beta2, (double)step));
+    return c;
+}
 
+/* One element's update. Both forms below call this one function, so the
+ * mixed-precision step is bitwise the fp32 one on the same numbers (the
+ * toolkit compiles with -ffp-contract=off: no fused multiply-add in one
+ * and not the other). */
+static inline void adamw_element(const adamw_constants *c, float *param,
+                                 float g, float *m, float *v)
+{
+    *m = c->beta1 * *m + (1.0f - c->beta1) * g;
+    *v = c->beta2 * *v + (1.0f - c->beta2) * g * g;
+    float m_hat = *m / c->correction1;
+    float v_hat = *v / c->correction2;
+    /* Decoupled weight decay: it shrinks the parameter directly,
+     * lr * wd * param, instead of being added to the gradient, where
+     * Adam's scaling would weaken it for parameters with large gradients
+     * (Loshchilov and Hutter, 2019). */
+    *param -= c->learning_rate *
+              (m_hat / (sqrtf(v_hat) + c->epsilon) + c->weight_decay * *param);
+}
+
+void adamw_step(const adamw_config *config, long step, float *params,
+                const float *grads, float *m, float *v, size_t count)
+{
+    const adamw_constants c = adamw_constants_of(config, step);
+    #pragma omp parallel for schedule(static) if (count >= PARALLEL_THRESHOLD)
+    for (size_t i = 0; i < count; i++)
+        adamw_element(&c, &params[i], grads[i], &m[i], &v[i]);
+}
+
+void adamw_step_mixed(const adamw_config *config, long step, float *master,
+                      float *m, float *v, const bf16 *grads, float scale,
+                      bf16 *params, size_t count)
+{
+    const adamw_constants c = adamw_constants_of(config, step);
     #pragma omp parallel for schedule(static) if (count >= PARALLEL_THRESHOLD)
     for (size_t i = 0; i < count; i++) {
-        float g = grads[i];
-        m[i] = beta1 * m[i] + (1.0f - beta1) * g;
-        v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
-        float m_hat = m[i] / correction1;
-        float v_hat = v[i] / correction2;
-        /* Decoupled weight decay: it shrinks the parameter directly,
-         * lr * wd * param, instead of being added to the gradient, where
-         * Adam's scaling would weaken it for parameters with large
-         * gradients (Loshchilov and Hutter, 2019). */
-        params[i] -= learning_rate *
-                     (m_hat / (sqrtf(v_hat) + epsilon) +
-                      weight_decay * params[i]);
+        /* The gradient is widened and scaled here, element by element:
+         * no fp32 copy of the slice's gradients is ever made. */
+        float g = bf16_to_float(grads[i]) * scale;
+        adamw_element(&c, &master[i], g, &m[i], &v[i]);
+        params[i] = bf16_from_float(master[i]);
     }
 }

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "bf16.h"
+
 typedef struct {
     float learning_rate;
     float momentum;       /* 0 for plain SGD */
@@ -27,5 +29,19 @@ typedef struct {
  * first and second moments, zero before the first step. */
 void adamw_step(const adamw_config *config, long step, float *params,
                 const float *grads, float *m, float *v, size_t count);
+
+/* AdamW in mixed precision, as ZeRO updates a rank's slice: the gradients
+ * arrive in bf16, the optimizer keeps fp32 master weights and moments, and
+ * the model gets back bf16 parameters. For each i < count, with
+ * g = bf16_to_float(grads[i]) * scale in fp32 (scale = 1/P turns a sum
+ * over P ranks into their mean without a second pass):
+ *     master[i], m[i], v[i]  updated bitwise as adamw_step updates
+ *                            params[i], m[i], v[i] from the gradient g
+ *     params[i] = bf16_from_float(master[i])   (the new value, rounded)
+ * No fp32 copy of the gradients is made. master, m, v are (count) fp32,
+ * grads and params (count) bf16; params may not overlap grads. */
+void adamw_step_mixed(const adamw_config *config, long step, float *master,
+                      float *m, float *v, const bf16 *grads, float scale,
+                      bf16 *params, size_t count);
 
 #endif

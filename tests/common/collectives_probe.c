@@ -11,6 +11,8 @@
  * writes what every call left it, as NAME-RANK.bin:
  *   rs_whole, rs_layers, rs_small, rs_inplace    its block of sums (fp32);
  *       rs_layers and rs_small start as COLLECTIVES_GUARD32
+ *   rs16_whole, rs16_layers, rs16_inplace   the same from the contributions
+ *       rounded to bf16, summed widened, each sum rounded to bf16
  *   ag16_whole, ag16_small      the bf16 buffer gathered, with one guard
  *                               element before and after it
  *   ag16_layers, ag16_inplace   the bf16 buffer, gathered layer by layer,
@@ -18,7 +20,8 @@
  *   ag32_whole                  the fp32 buffer gathered
  * and OUT_DIR/rank-RANK.txt: "chunk C" (COLLECTIVES_CHUNK_ELEMENTS),
  * "traffic NAME SENT RECEIVED" in bytes from the communication ledger for
- * each call above (rs_inplace and ag16_inplace excepted), "capped CODE
+ * each call above (the in-place ones excepted), "comm_peak_f32 BYTES"
+ * (the communication buffers' peak before the bf16 calls), "capped CODE
  * MESSAGE" for the call under CAP, "badrange CODE MESSAGE" for a range past
  * the end, "requests_open N", and the memory ledger (memory_ledger_write).
  * Only the contributions are held through the memory ledger (as
@@ -32,6 +35,7 @@
 
 #include <mpi.h>
 
+#include "bf16.h"
 #include "check_mpi.h"
 #include "collectives.h"
 #include "collectives_values.h"
@@ -206,6 +210,45 @@ int main(int argc, char **argv)
                                         sizeof error), error);
     write_binary("rs_inplace", buffer + begin, sizeof(float), owned);
     free(buffer);
+    /* The fp32 reduce-scatters' communication buffers, before the bf16
+     * ones add their send slots. */
+    fprintf(report, "comm_peak_f32 %zu\n", memory_ledger_peak(MEMORY_COMM));
+
+    /* ---- reduce-scatter of bf16 contributions, widened ---- */
+    uint16_t *contributions16 = allocate(total, sizeof *contributions16);
+    for (size_t i = 0; i < total; i++)
+        contributions16[i] = bf16_from_float(
+            collectives_contribution(seed, rank, i));
+    uint16_t *sums16 = allocate(owned, sizeof *sums16);
+
+    steps_enter("probe: bf16 reduce-scatter of the whole buffer");
+    comm_ledger_reset();
+    check(collective_reduce_scatter_bf16(contributions16, sums16, total, 0,
+                                         total, MPI_COMM_WORLD, error,
+                                         sizeof error), error);
+    write_traffic(report, "rs16_whole");
+    write_binary("rs16_whole", sums16, sizeof *sums16, owned);
+
+    steps_enter("probe: bf16 reduce-scatter layer by layer");
+    fill_u16(sums16, owned, COLLECTIVES_GUARD16);
+    comm_ledger_reset();
+    for (size_t l = 0, at = 0; l < layer_count; at += layers[l], l++)
+        check(collective_reduce_scatter_bf16(contributions16 + at, sums16,
+                                             total, at, layers[l],
+                                             MPI_COMM_WORLD, error,
+                                             sizeof error), error);
+    write_traffic(report, "rs16_layers");
+    write_binary("rs16_layers", sums16, sizeof *sums16, owned);
+
+    steps_enter("probe: bf16 reduce-scatter in place");
+    check(collective_reduce_scatter_bf16(contributions16,
+                                         contributions16 + begin, total, 0,
+                                         total, MPI_COMM_WORLD, error,
+                                         sizeof error), error);
+    write_binary("rs16_inplace", contributions16 + begin,
+                 sizeof *contributions16, owned);
+    free(contributions16);
+    free(sums16);
 
     /* ---- allgather ---- */
     uint16_t *own16 = allocate(owned, sizeof *own16);

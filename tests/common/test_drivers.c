@@ -37,6 +37,11 @@ static const bad_input cases[] = {
     { "03-openmp", "openmp", { "--threads", "0" }, "--threads must be from 1 to 256" },
     { "03-openmp", "openmp", { "--threads", "1024" }, "--threads must be from 1 to 256, got '1024'" },
     { "03-openmp", "openmp", { "--reps", "x" }, "--reps needs a whole number" },
+    { "06-zero", "memory_calculator", { "--params", "1.5" }, "memory_calculator: --params needs a whole count of parameters" },
+    { "06-zero", "memory_calculator", { "--params", "7.5Q" }, "memory_calculator: --params needs a whole count of parameters" },
+    { "06-zero", "memory_calculator", { "--ranks", "1,0" }, "memory_calculator: --ranks needs a list" },
+    { "06-zero", "memory_calculator", { "--precision", "fp8" }, "memory_calculator: --precision must be fp16, bf16 or fp32, got 'fp8'" },
+    { "06-zero", "memory_calculator", { "--k", "2000" }, "memory_calculator: --k must be from 0 to 1024" },
 };
 enum { case_count = sizeof cases / sizeof cases[0] };
 
@@ -221,7 +226,9 @@ static const struct {
     { 2, { "--out", "" }, "matvec_mpi: --out needs a value" },
     { 2, { "--out", "/nonexistent/folder" }, "matvec_mpi: --out: cannot write to '/nonexistent/folder'" },
 };
-/* The same for lesson 03's hybrid program and lesson 05's programs. */
+/* The same for lesson 03's hybrid program and lessons 05's and 06's
+ * programs (lesson 06's refusals come before any of the student's code
+ * runs: a cap too small even for stage 3 is judged by the formulas). */
 static const struct {
     const char *lesson, *program;
     const char *args[3];
@@ -235,6 +242,11 @@ static const struct {
     { "05-data-parallel", "train", { "--allreduce", "tree" }, "train: --allreduce must be mpi, ring or overlap" },
     { "05-data-parallel", "ring_check", { "--counts", "1,x" }, "ring_check: --counts needs lengths" },
     { "05-data-parallel", "train", { "--mnist-images=/nonexistent/images", "--mnist-labels=/nonexistent/labels" }, "train: cannot open images file '/nonexistent/images'" },
+    { "06-zero", "train_zero", { "--stage", "4" }, "train_zero: --stage must be from 0 to 3, got '4'" },
+    { "06-zero", "train_zero", { "--width", "0" }, "train_zero: --width must be from 1 to" },
+    { "06-zero", "train_zero", { "--prefetch" }, "train_zero: --prefetch is for stage 3" },
+    { "06-zero", "train_zero", { "--find-batch" }, "train_zero: --find-batch needs --memory-cap" },
+    { "06-zero", "train_zero", { "--memory-cap", "100000" }, "train_zero: --memory-cap 100000 bytes is too small even for stage 3 on 2 ranks" },
 };
 enum { other_mpi_case_count = sizeof other_mpi_cases / sizeof other_mpi_cases[0] };
 enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };

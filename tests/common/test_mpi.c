@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bf16.h"
 #include "collectives_values.h"
 #include "harness.h"
 #include "matrix.h"
@@ -306,6 +307,28 @@ START_TEST(collectives_exact_on_p_ranks)
     ck_assert_msg(P < 3 || order_matters > total / 100, "P = %d: the test's "
                   "values give the same sums in reverse order in all but %zu "
                   "elements", P, order_matters);
+    /* The bf16 form: the contributions rounded to bf16, added widened in
+     * rank order in fp32, the sum rounded once. Adding in bf16 (rounding
+     * every partial sum) must give other bits, or it would pass too. */
+    uint16_t *sums16 = malloc(total * sizeof *sums16);
+    ck_assert(sums16 != NULL);
+    size_t rounding_matters = 0;
+    for (size_t i = 0; i < total; i++) {
+        float sum = bf16_to_float(bf16_from_float(
+            collectives_contribution(coll_seed, 0, i)));
+        bf16 in_bf16 = bf16_from_float(sum);
+        for (int r = 1; r < P; r++) {
+            float term = bf16_to_float(bf16_from_float(
+                collectives_contribution(coll_seed, r, i)));
+            sum += term;
+            in_bf16 = bf16_from_float(bf16_to_float(in_bf16) + term);
+        }
+        sums16[i] = bf16_from_float(sum);
+        rounding_matters += sums16[i] != in_bf16;
+    }
+    ck_assert_msg(P < 3 || rounding_matters > total / 100, "P = %d: the "
+                  "test's values give the same bf16 sums rounded at every "
+                  "addition in all but %zu elements", P, rounding_matters);
 
     char dir[HARNESS_PATH], numbers[5][32];
     harness_out_dir(dir);
@@ -341,6 +364,14 @@ START_TEST(collectives_exact_on_p_ranks)
             harness_read_output(dir, name, got, sizeof(float), owned);
             coll_expect_bits(P, rank, whole[k], sums + begin, got, owned, 4,
                              begin);
+        }
+        const char *const whole16[] = { "rs16_whole", "rs16_layers",
+                                        "rs16_inplace" };
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%s-%d", whole16[k], rank);
+            harness_read_output(dir, name, got, 2, owned);
+            coll_expect_bits(P, rank, whole16[k], sums16 + begin, got, owned,
+                             2, begin);
         }
         snprintf(name, sizeof name, "rs_small-%d", rank);
         harness_read_output(dir, name, got, sizeof(float), owned);
@@ -402,6 +433,12 @@ START_TEST(collectives_exact_on_p_ranks)
                             4ull * (unsigned long long)(P - 1) * owned);
         coll_expect_traffic(P, rank, report, "rs_layers", 4 * rs_sent,
                             4 * rs_received);
+        /* bf16 contributions travel as fp32: the same bytes. */
+        coll_expect_traffic(P, rank, report, "rs16_whole",
+                            4 * (total - owned),
+                            4ull * (unsigned long long)(P - 1) * owned);
+        coll_expect_traffic(P, rank, report, "rs16_layers", 4 * rs_sent,
+                            4 * rs_received);
         coll_expect_traffic(P, rank, report, "rs_small",
                             4 * (small_count - small_mine),
                             4ull * (unsigned long long)(P - 1) * small_mine);
@@ -420,21 +457,30 @@ START_TEST(collectives_exact_on_p_ranks)
 
         /* The receive buffers: (P-1) chunks at the most, on the ledger as
          * "comm", all freed; chunks smaller than a block, so that the
-         * rounds were exercised. */
+         * rounds were exercised. The bf16 form adds (P-1) send slots of a
+         * chunk (every part here is longer than one). */
         unsigned long long values[2] = { 0, 0 };
         ck_assert(harness_report_values(report, "chunk", values, 1) == 1);
         ck_assert_msg(values[0] == chunk, "COLLECTIVES_CHUNK_ELEMENTS is "
                       "%llu: this test's cap and buffer sizes assume %zu",
                       values[0], chunk);
         ck_assert_msg(owned > chunk, "the test's blocks must span chunks");
+        ck_assert(harness_report_values(report, "comm_peak_f32", values, 1)
+                  == 1);
+        ck_assert_msg(values[0] == 4ull * (unsigned long long)(P - 1) * chunk,
+                      "P = %d, rank %d: the fp32 reduce-scatters' "
+                      "communication buffers held %llu bytes at the most; "
+                      "expected (P-1) chunks of fp32, %llu", P, rank,
+                      values[0], 4ull * (unsigned long long)(P - 1) * chunk);
         ck_assert(harness_report_values(report, "memory comm", values, 2)
                   == 2);
         ck_assert_msg(values[0] == 0 && values[1] ==
-                      4ull * (unsigned long long)(P - 1) * chunk, "P = %d, "
+                      8ull * (unsigned long long)(P - 1) * chunk, "P = %d, "
                       "rank %d: communication buffers held %llu bytes at the "
                       "end and %llu at the most; expected 0 and (P-1) chunks "
-                      "of fp32, %llu", P, rank, values[0], values[1],
-                      4ull * (unsigned long long)(P - 1) * chunk);
+                      "of fp32 received and (P-1) sent, %llu", P, rank,
+                      values[0], values[1],
+                      8ull * (unsigned long long)(P - 1) * chunk);
         ck_assert(harness_report_values(report, "requests_open", values, 1)
                   == 1 && values[0] == 0);
 
@@ -472,6 +518,7 @@ START_TEST(collectives_exact_on_p_ranks)
     free(expected16);
     free(expected32);
     free(sums);
+    free(sums16);
     harness_remove_out_dir(dir);
     run_result_free(&r);
 }
@@ -689,8 +736,8 @@ Suite *lesson_suite(void)
     for (int ranks = 1; ranks <= 4; ranks++) {
         static char names[4][96];
         snprintf(names[ranks - 1], sizeof names[ranks - 1], "collectives: "
-                 "rank-order sums, gathers, exact traffic on %d rank%s",
-                 ranks, ranks > 1 ? "s" : "");
+                 "rank-order sums (fp32, bf16), gathers, exact traffic on "
+                 "%d rank%s", ranks, ranks > 1 ? "s" : "");
         harness_add(suite, names[ranks - 1], collectives_exact_on_p_ranks,
                     ranks - 1, 70);
     }

@@ -1,0 +1,259 @@
+/* Lesson 06's memory calculator (lessons/06-zero/memory_calculator.c), a
+ * given program: its table against the ZeRO paper's formulas evaluated
+ * here, in whole numbers, for random models (so no table can be written in
+ * by hand), against every figure the paper prints (Table 1 and Figure 1),
+ * and the talk's opening arithmetic. Its bad input is in test_drivers.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "rng.h"
+
+/* What the paper's formulas give per rank, in bytes: replicated +
+ * sharded / nd, the replicated part being the kinds the stage keeps whole
+ * (stage 1 divides the optimizer's state by Nd, stage 2 also the
+ * gradients, stage 3 also the parameters). */
+static void formula(uint64_t psi, uint64_t precision, uint64_t k, int stage,
+                    uint64_t *replicated, uint64_t *sharded)
+{
+    const uint64_t kinds[3] = { precision * psi, precision * psi, k * psi };
+    *replicated = *sharded = 0;
+    for (int kind = 0; kind < 3; kind++) {
+        bool divided = stage >= 3 - kind;  /* kind 2 from stage 1 on, ... */
+        if (divided)
+            *sharded += kinds[kind];
+        else
+            *replicated += kinds[kind];
+    }
+}
+
+/* Runs the calculator with `args` (NULL-terminated); its output. */
+static run_result calculator(char **args)
+{
+    char *argv[16] = { (char *)harness_program("06-zero",
+                                               "memory_calculator") };
+    for (int k = 0; args[k] != NULL && k < 14; k++)
+        argv[k + 1] = args[k];
+    run_result r = harness_run(argv, NULL, 20);
+    harness_expect_success(&r, "memory_calculator");
+    return r;
+}
+
+/* The table's row for `nd`: its four values in GB, as printed. */
+static void table_row(const char *out, uint64_t nd, double gb[4])
+{
+    char start[32];
+    snprintf(start, sizeof start, "\n %8" PRIu64 " |", nd);
+    const char *row = strstr(out, start);
+    ck_assert_msg(row != NULL, "no row for Nd = %" PRIu64 " in:\n%s", nd,
+                  out);
+    ck_assert_msg(sscanf(row + strlen(start), " %lfGB | %lfGB | %lfGB | "
+                         "%lfGB", &gb[0], &gb[1], &gb[2], &gb[3]) == 4,
+                  "the row for Nd = %" PRIu64 " does not read as four "
+                  "values: %.80s", nd, row + 1);
+}
+
+/* The devices line of a stage: the count, or 0 for "none". */
+static uint64_t devices_line(const char *out, int stage)
+{
+    char start[32];
+    snprintf(start, sizeof start, "\n  stage %d ", stage);
+    const char *line = strstr(out, start);
+    ck_assert_msg(line != NULL, "no devices line for stage %d in:\n%s",
+                  stage, out);
+    line += strlen(start);
+    line += strcspn(line, " \n"); /* the stage's name, one word */
+    line += strspn(line, " ");
+    if (strncmp(line, "none", 4) == 0)
+        return 0;
+    uint64_t devices = 0;
+    ck_assert_msg(sscanf(line, "%" SCNu64, &devices) == 1, "stage %d's "
+                  "devices line does not start with a count: %.60s", stage,
+                  line);
+    return devices;
+}
+
+/* (a) 40 random models: Ψ from 1 to 10^13, written out or as "7.5B"-like
+ * counts, 2 or 4 bytes a parameter, K = 0..32, 1 to 4 rank counts up to
+ * 2^20, a device of 0.5-200 GB. Each cell must be the formula's bytes
+ * over 10^9, to the two decimals printed (within half their unit); each
+ * stage's device count the smallest Nd whose bytes fit, found here by
+ * whole-number arithmetic: R + S/Nd <= C exactly when Nd >= S/(C - R). */
+START_TEST(table_matches_the_formulas)
+{
+    rng_t rng = rng_seeded(1006);
+    for (int c = 0; c < 40; c++) {
+        uint64_t psi;
+        char params[40];
+        if (c % 4 == 0) {
+            /* A count with a suffix: 1..999 tenths of a billion. */
+            uint64_t tenths = rng_next_u64(&rng) % 999 + 1;
+            psi = tenths * 100000000u;
+            snprintf(params, sizeof params, "%" PRIu64 ".%" PRIu64 "B",
+                     tenths / 10, tenths % 10);
+        } else {
+            psi = rng_next_u64(&rng) % 10000000000000u + 1;
+            snprintf(params, sizeof params, "%" PRIu64, psi);
+        }
+        const char *precisions[] = { "fp16", "bf16", "fp32" };
+        const char *precision = precisions[rng_next_u64(&rng) % 3];
+        uint64_t bytes = strcmp(precision, "fp32") == 0 ? 4 : 2;
+        uint64_t k = rng_next_u64(&rng) % 33;
+        int rank_counts = (int)(rng_next_u64(&rng) % 4) + 1;
+        uint64_t nd[4];
+        char ranks[128] = "";
+        for (int n = 0; n < rank_counts; n++) {
+            nd[n] = rng_next_u64(&rng) % (n == 0 ? 64 : (1u << 20)) + 1;
+            /* Distinct counts: a row is found by its Nd. */
+            for (int m = 0; m < n; m++)
+                if (nd[m] == nd[n])
+                    nd[n] += 1u << 21;
+            snprintf(ranks + strlen(ranks), sizeof ranks - strlen(ranks),
+                     "%s%" PRIu64, n ? "," : "", nd[n]);
+        }
+        char device[32], k_text[16];
+        snprintf(device, sizeof device, "%.3f",
+                 0.5 + (double)(rng_next_u64(&rng) % 199500) / 1000.0);
+        snprintf(k_text, sizeof k_text, "%" PRIu64, k);
+        char *args[] = { "--params", params, "--ranks", ranks, "--k", k_text,
+                         "--precision", (char *)precision, "--device-gb",
+                         device, NULL };
+        run_result r = calculator(args);
+        for (int n = 0; n < rank_counts; n++) {
+            double gb[4];
+            table_row(r.out, nd[n], gb);
+            for (int stage = 0; stage < 4; stage++) {
+                uint64_t replicated, sharded;
+                formula(psi, bytes, k, stage, &replicated, &sharded);
+                double want = ((double)replicated + (double)sharded /
+                               (double)nd[n]) / 1e9;
+                ck_assert_msg(fabs(gb[stage] - want) <= 0.005 + 1e-9 * want,
+                              "--params %s --ranks %s --k %s --precision %s: "
+                              "Nd = %" PRIu64 ", stage %d: printed %.2f GB, "
+                              "the formula gives %.6f", params, ranks,
+                              k_text, precision, nd[n], stage, gb[stage],
+                              want);
+            }
+        }
+        const uint64_t capacity = (uint64_t)llround(strtod(device, NULL) *
+                                                    1e9);
+        for (int stage = 0; stage < 4; stage++) {
+            uint64_t replicated, sharded, want;
+            formula(psi, bytes, k, stage, &replicated, &sharded);
+            if (replicated > capacity ||
+                (replicated == capacity && sharded > 0))
+                want = 0;
+            else if (sharded == 0)
+                want = 1;
+            else {
+                uint64_t room = capacity - replicated;
+                want = sharded / room + (sharded % room != 0);
+                if (want == 0)
+                    want = 1;
+            }
+            uint64_t got = devices_line(r.out, stage);
+            ck_assert_msg(got == want, "--params %s --k %s --precision %s "
+                          "--device-gb %s: stage %d needs %" PRIu64 " "
+                          "devices, the calculator says %" PRIu64 " (0: "
+                          "none)", params, k_text, precision, device, stage,
+                          want, got);
+        }
+        run_result_free(&r);
+    }
+}
+END_TEST
+
+/* (b) The paper's Table 1 (Ψ = 7.5B, 128B, 1T; Nd = 1 .. 1024, the
+ * calculator's default rank counts) and Figure 1 (7.5B on 64), cell by
+ * cell, within one unit of the paper's last printed digit (the paper cuts
+ * some cells down and rounds others half up: 4187.5 -> 4187, 41.25 ->
+ * 41.3), plus the calculator's own rounding to two decimals. */
+static const struct {
+    const char *params;
+    uint64_t nd;
+    const char *printed[4];
+} paper[] = {
+    { "7.5B", 1, { "120", "120", "120", "120" } },
+    { "7.5B", 4, { "120", "52.5", "41.3", "30" } },
+    { "7.5B", 16, { "120", "35.6", "21.6", "7.5" } },
+    { "7.5B", 64, { "120", "31.4", "16.6", "1.88" } },
+    { "7.5B", 256, { "120", "30.4", "15.4", "0.47" } },
+    { "7.5B", 1024, { "120", "30.1", "15.1", "0.12" } },
+    { "128B", 1, { "2048", "2048", "2048", "2048" } },
+    { "128B", 4, { "2048", "896", "704", "512" } },
+    { "128B", 16, { "2048", "608", "368", "128" } },
+    { "128B", 64, { "2048", "536", "284", "32" } },
+    { "128B", 256, { "2048", "518", "263", "8" } },
+    { "128B", 1024, { "2048", "513", "257", "2" } },
+    { "1T", 1, { "16000", "16000", "16000", "16000" } },
+    { "1T", 4, { "16000", "7000", "5500", "4000" } },
+    { "1T", 16, { "16000", "4750", "2875", "1000" } },
+    { "1T", 64, { "16000", "4187", "2218", "250" } },
+    { "1T", 256, { "16000", "4046", "2054", "62.5" } },
+    { "1T", 1024, { "16000", "4011", "2013", "15.6" } },
+    /* Figure 1: the same model on 64 ranks, printed to one decimal. */
+    { "7.5B", 64, { "120", "31.4", "16.6", "1.9" } },
+};
+
+START_TEST(paper_table_1_and_figure_1)
+{
+    const char *models[] = { "7.5B", "128B", "1T" };
+    for (int m = 0; m < 3; m++) {
+        char *args[] = { "--params", (char *)models[m], NULL };
+        run_result r = calculator(args);
+        for (size_t c = 0; c < sizeof paper / sizeof paper[0]; c++) {
+            if (strcmp(paper[c].params, models[m]) != 0)
+                continue;
+            double gb[4];
+            table_row(r.out, paper[c].nd, gb);
+            for (int stage = 0; stage < 4; stage++) {
+                const char *printed = paper[c].printed[stage];
+                const char *point = strchr(printed, '.');
+                double unit = point ? pow(10.0, -(double)strlen(point + 1))
+                                    : 1.0;
+                ck_assert_msg(fabs(gb[stage] - atof(printed)) <=
+                              unit + 0.005 + 1e-9, "Ψ = %s, Nd = %" PRIu64
+                              ", stage %d: the calculator prints %.2f GB, "
+                              "the paper %s", models[m], paper[c].nd, stage,
+                              gb[stage], printed);
+            }
+        }
+        run_result_free(&r);
+    }
+}
+END_TEST
+
+/* (c) The talk's opening: 10B, 100B and 1T parameters in fp32 weigh 40,
+ * 400 and 4000 GB, against one 141 GB H200. */
+START_TEST(talk_arithmetic)
+{
+    char *args[] = { "--talk", NULL };
+    run_result r = calculator(args);
+    const char *lines[] = { "10B parameters are    40GB: they fit on one "
+                            "H200",
+                            "100B parameters are   400GB: more than one H200",
+                            "1T parameters are  4000GB: more than one H200",
+                            "One H200 holds 141GB" };
+    for (size_t k = 0; k < sizeof lines / sizeof *lines; k++)
+        ck_assert_msg(strstr(r.out, lines[k]) != NULL, "memory_calculator "
+                      "--talk does not say \"%s\":\n%s", lines[k], r.out);
+    run_result_free(&r);
+}
+END_TEST
+
+Suite *lesson_suite(void)
+{
+    Suite *suite = suite_create("memory_calculator");
+    harness_add(suite, "memory calculator: 40 random models, as the "
+                "formulas say", table_matches_the_formulas, 0, 30);
+    harness_add(suite, "memory calculator: the paper's Table 1 and Figure 1",
+                paper_table_1_and_figure_1, 0, 20);
+    harness_add(suite, "memory calculator: the talk's opening arithmetic",
+                talk_arithmetic, 0, 20);
+    return suite;
+}
