@@ -104,7 +104,8 @@ typedef struct {
     int *prefetch_counts[2], *prefetch_displs[2];
 } zero_state;
 
-/* ---- The hooks (zero.c). Stage 0 is done: it is the worked example. ---- */
+/* ---- The hooks (zero_stages.c, given: stage 0 is the worked example;
+ * each calls the functions of its stage, yours for stages 1-3 in zero.c) */
 
 /* TODO 2-4. Allocates what the stage holds (see zero_state) and sets its
  * pointers. Returns 0, or -1 as soon as ledger_alloc refuses (under

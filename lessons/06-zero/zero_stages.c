@@ -1,0 +1,125 @@
+/* Lesson 06's given stage 0 and the hooks the driver calls (zero.h).
+ *
+ * Stage 0 is plain data parallelism on the same collectives as ZeRO's
+ * stages, and the worked example for TODOs 2-4: read it before you write
+ * stage 1 in zero.c. The hooks at the end pick each stage's functions:
+ * those of stages 1-3 are yours (zero.c). You do not need to change this
+ * file. */
+#include "collectives.h"
+#include "memory_ledger.h"
+#include "optimizer.h"
+#include "zero.h"
+#include "zero_stages.h"
+
+/* ---- Stage 0: plain data parallelism, the worked example ---------------
+ * Every rank holds everything: 2Ψ + 2Ψ + 12Ψ bytes. The gradients are
+ * summed by a reduce-scatter (each rank gets the sums of its own part)
+ * and an allgather of those sums (every rank gets all of them): together
+ * an allreduce, whose traffic is 2Ψ(P-1)/P elements a rank. Then every
+ * rank takes the same step on all Ψ. */
+
+static int stage0_allocate(zero_state *z)
+{
+    const size_t all = z->total;
+    if ((z->params = ledger_alloc(MEMORY_PARAMETERS,
+                                  all * sizeof *z->params)) == NULL ||
+        (z->grads = ledger_alloc(MEMORY_GRADIENTS,
+                                 all * sizeof *z->grads)) == NULL ||
+        (z->master = ledger_alloc(MEMORY_OPTIMIZER,
+                                  all * sizeof *z->master)) == NULL ||
+        (z->m = ledger_alloc(MEMORY_OPTIMIZER, all * sizeof *z->m)) == NULL ||
+        (z->v = ledger_alloc(MEMORY_OPTIMIZER, all * sizeof *z->v)) == NULL)
+        return -1;
+    return 0;
+}
+
+/* The sums of this rank's own part land in place, in its own part of the
+ * whole gradient buffer (the rest of it is left as it was). */
+static void stage0_reduce(zero_state *z)
+{
+    zero_check(z, collective_reduce_scatter_bf16(
+                      z->grads, z->grads + z->own.begin, z->total, 0,
+                      z->total, z->comm, z->error, sizeof z->error));
+}
+
+static void stage0_update(zero_state *z, long step)
+{
+    /* Every rank updates every element, so it needs every sum. */
+    zero_check(z, collective_allgather(z->grads + z->own.begin, z->grads,
+                                       MPI_UINT16_T, z->total, 0, z->total,
+                                       z->comm, z->error, sizeof z->error));
+    adamw_step_mixed(&z->adamw, step + 1, z->master, z->m, z->v, z->grads,
+                     mean_of(z), z->params, z->total);
+}
+
+/* ---- The hooks the driver calls (zero.h): each stage's part ----------- */
+
+int zero_allocate(zero_state *z)
+{
+    switch (z->stage) {
+    case 0: return stage0_allocate(z);
+    case 1: return stage1_allocate(z);
+    case 2: return stage2_allocate(z);
+    default: return stage3_allocate(z);
+    }
+}
+
+const bf16 *zero_forward_params(zero_state *z, int layer)
+{
+    /* Stages 0-2 hold every parameter where it lies in the flat buffer. */
+    if (z->stage < 3)
+        return z->params + z->layers[layer].begin;
+    return z->prefetch ? stage3_prefetched(z, layer, layer + 1)
+                       : stage3_gather(z, layer);
+}
+
+void zero_forward_done(zero_state *z, int layer)
+{
+    if (z->stage == 3)
+        stage3_release(z, layer);
+}
+
+const bf16 *zero_backward_params(zero_state *z, int layer, bf16 **grads)
+{
+    const size_t begin = z->layers[layer].begin;
+    if (z->stage < 2) {
+        *grads = z->grads + begin;
+        return z->params + begin;
+    }
+    if (z->stage == 2) {
+        *grads = stage2_bucket(z, layer);
+        return z->params + begin;
+    }
+    /* Backward goes down the layers: the next one to prefetch is l-1. */
+    const bf16 *params = z->prefetch ? stage3_prefetched(z, layer, layer - 1)
+                                     : stage3_gather(z, layer);
+    *grads = stage2_bucket(z, layer);
+    return params;
+}
+
+void zero_backward_done(zero_state *z, int layer)
+{
+    if (z->stage == 2)
+        stage2_backward_done(z, layer);
+    else if (z->stage == 3)
+        stage3_backward_done(z, layer);
+}
+
+void zero_reduce(zero_state *z)
+{
+    /* Stages 2 and 3 reduced each layer's gradient as backward made it. */
+    if (z->stage == 0)
+        stage0_reduce(z);
+    else if (z->stage == 1)
+        stage1_reduce(z);
+}
+
+void zero_update(zero_state *z, long step)
+{
+    switch (z->stage) {
+    case 0: stage0_update(z, step); break;
+    case 1: stage1_update(z, step); break;
+    case 2: stage2_update(z, step); break;
+    default: stage3_update(z, step); break;
+    }
+}

@@ -1,0 +1,40 @@
+/* Lesson 06: what the student's zero.c and the given zero_stages.c share.
+ * zero_stages.c holds stage 0 (the worked example) and the hooks the
+ * driver calls (zero.h), which pick each stage's functions; zero.c defines
+ * those of stages 1-3, declared here. */
+#ifndef ZZ_LESSON06_ZERO_STAGES_H
+#define ZZ_LESSON06_ZERO_STAGES_H
+
+#include <stddef.h>
+
+#include "bf16.h"
+#include "zero.h"
+
+/* How many elements a part holds. */
+static inline size_t length_of(zero_part part)
+{
+    return part.end - part.begin;
+}
+
+/* The factor that turns the sum of P ranks' gradients into their mean. */
+static inline float mean_of(const zero_state *z)
+{
+    return 1.0f / (float)z->ranks;
+}
+
+/* Stages 1-3 (zero.c): the TODOs. */
+int stage1_allocate(zero_state *z);
+void stage1_reduce(zero_state *z);
+void stage1_update(zero_state *z, long step);
+int stage2_allocate(zero_state *z);
+void stage2_backward_done(zero_state *z, int layer);
+bf16 *stage2_bucket(zero_state *z, int layer);
+void stage2_update(zero_state *z, long step);
+int stage3_allocate(zero_state *z);
+void stage3_backward_done(zero_state *z, int layer);
+const bf16 *stage3_gather(zero_state *z, int layer);
+const bf16 *stage3_prefetched(zero_state *z, int layer, int next);
+void stage3_release(zero_state *z, int layer);
+void stage3_update(zero_state *z, long step);
+
+#endif
