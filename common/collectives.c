@@ -174,7 +174,8 @@ static int reduce_scatter(const void *contributions, bool widen, void *own,
             if (peer == rank)
                 continue;
             result = MPI_Irecv(received + slot_of(peer, rank) * stride,
-                               (int)length, MPI_FLOAT, peer, COLLECTIVES_TAG,
+                               (int)length, MPI_FLOAT, peer,
+                               COLLECTIVES_TAG_REDUCE_SCATTER,
                                comm, &requests[posted]);
             if (result != MPI_SUCCESS)
                 mpi_failed(result, what, rank, "MPI_Irecv", peer, error,
@@ -200,7 +201,8 @@ static int reduce_scatter(const void *contributions, bool widen, void *own,
                 out = slot;
             }
             result = MPI_Isend(out, (int)length_out, MPI_FLOAT, peer,
-                               COLLECTIVES_TAG, comm, &requests[posted]);
+                               COLLECTIVES_TAG_REDUCE_SCATTER, comm,
+                               &requests[posted]);
             if (result != MPI_SUCCESS)
                 mpi_failed(result, what, rank, "MPI_Isend", peer, error,
                            error_len);
@@ -331,7 +333,8 @@ int collective_allgather(const void *own, void *out, MPI_Datatype type,
             continue;
         result = MPI_Irecv(into + (theirs.begin - offset) * element,
                            (int)span_length(theirs), type, peer,
-                           COLLECTIVES_TAG, comm, &requests[posted]);
+                           COLLECTIVES_TAG_ALLGATHER, comm,
+                           &requests[posted]);
         if (result != MPI_SUCCESS)
             mpi_failed(result, what, rank, "MPI_Irecv", peer, error, error_len);
         else
@@ -343,7 +346,8 @@ int collective_allgather(const void *own, void *out, MPI_Datatype type,
             continue;
         result = MPI_Isend(from + (mine.begin - begin) * element,
                            (int)span_length(mine), type, peer,
-                           COLLECTIVES_TAG, comm, &requests[posted]);
+                           COLLECTIVES_TAG_ALLGATHER, comm,
+                           &requests[posted]);
         if (result != MPI_SUCCESS)
             mpi_failed(result, what, rank, "MPI_Isend", peer, error, error_len);
         else

@@ -26,8 +26,8 @@
  *     (Pairwise is P-1 messages a rank at once, fine on one node and a few;
  *     a ring, lesson 05's, sends as much with 2 neighbours only.)
  *
- * The messages carry the tag COLLECTIVES_TAG on `comm`: a caller that has
- * other messages on the same communicator in flight at the same time
+ * The messages carry the tags COLLECTIVES_TAG_* on `comm`: a caller that
+ * has other messages on the same communicator in flight at the same time
  * (or receives from MPI_ANY_SOURCE there) gives the collectives a
  * communicator of their own (MPI_Comm_dup). Every rank of `comm` calls a
  * collective with the same total, offset and count.
@@ -59,8 +59,15 @@
  * microsecond of latency, so the extra messages cost little. */
 enum { COLLECTIVES_CHUNK_ELEMENTS = 8192 };
 
-/* The tag of every message the collectives send. */
-enum { COLLECTIVES_TAG = 6006 };
+/* The tags of the collectives' messages, one for each kind: when ranks
+ * disagree on which collective comes next (one skipped a call the others
+ * made), a reduce-scatter's message can never be taken for an allgather's,
+ * and the job waits, where the harness names each rank's step and call,
+ * instead of going on with data in the wrong place. */
+enum {
+    COLLECTIVES_TAG_REDUCE_SCATTER = 6006,
+    COLLECTIVES_TAG_ALLGATHER = 6007
+};
 
 /* For every element i of [offset, offset + count) that this rank owns:
  *     own[i - begin] = sum over ranks r = 0, 1, ..., P-1, in that order,

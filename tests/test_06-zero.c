@@ -331,6 +331,26 @@ static const char *stage_hint(int stage, bool prefetch)
     }
 }
 
+/* What a stage allocates (stageN_allocate), for a memory message. */
+static const char *allocation_hint(int stage)
+{
+    switch (stage) {
+    case 0:
+        return "stage 0 is given: compare your allocation with its";
+    case 1:
+        return "TODO 2: stage1_allocate gives the optimizer's state (master, "
+               "m, v) only the own part's elements";
+    case 2:
+        return "TODO 3: stage2_allocate gives the gradients and the "
+               "optimizer's state only the own part's elements, and one "
+               "layer's bucket";
+    default:
+        return "TODO 4: stage3_allocate gives the parameters, gradients and "
+               "optimizer's state only the own part's elements; gathered "
+               "layers and buckets come and go per use";
+    }
+}
+
 /* Every rank's final parameters and own master weights, bitwise those of
  * the reference: stages 0-2 hold all Ψ parameters (so a rank that did not
  * gather the others' new ones shows here), stage 3 its own part. */
@@ -460,27 +480,36 @@ static void expect_memory(const char *report, int stage, bool prefetch,
     static const char *const formula[] = {
         "2Ψ + 2Ψ + 12Ψ", "2Ψ + 2Ψ + 12|own|", "2Ψ + 14|own| + a bucket",
         "16|own| + a gathered layer + a bucket" };
+    static const int bytes_each[] = { 2, 2, 12 };
     for (int kind = 0; kind < ZERO_STATE_KINDS; kind++) {
         char key[64];
         snprintf(key, sizeof key, "peak %s", kind_names[kind]);
         unsigned long long got = report_value(report, rank, key);
         bool whole = !zero_stage_partitions(stage, (zero_state_kind)kind);
         ck_assert_msg(got == state[kind], "%s, rank %d: %s peaked at %llu "
-                      "bytes; stage %d keeps %s of them, %llu bytes (%s; "
-                      "Ψ = %zu, this rank's own part %zu). Hint: %s", what,
-                      rank, kind_names[kind], got, stage,
+                      "bytes; stage %d keeps %s of them: %d x %zu = %llu "
+                      "bytes (Ψ = %zu, this rank's own part %zu; the "
+                      "stage's whole state is %s)%s. Hint: %s", what, rank,
+                      kind_names[kind], got, stage,
                       whole ? "all Ψ" : "only the own part",
-                      (unsigned long long)state[kind], formula[stage], total,
-                      own, stage_hint(stage, false));
+                      bytes_each[kind], whole ? total : own,
+                      (unsigned long long)state[kind], total, own,
+                      formula[stage],
+                      got == 0 ? "; 0: allocated without ledger_alloc and "
+                                 "its category?" : "",
+                      allocation_hint(stage));
     }
     unsigned long long buckets = report_value(report, rank, "peak buckets");
     unsigned long long want_buckets = stage >= 2 ? 2 * largest : 0;
     ck_assert_msg(buckets == want_buckets, "%s, rank %d: gradient buckets "
-                  "peaked at %llu bytes, expected %llu (%s). Hint: %s", what,
-                  rank, buckets, want_buckets,
+                  "peaked at %llu bytes, expected %llu (%s)%s. Hint: %s",
+                  what, rank, buckets, want_buckets,
                   stage >= 2 ? "one layer's bf16 gradient at a time, the "
                                "largest layer's at the most"
                              : "none: this stage keeps whole gradients",
+                  buckets == 0 ? ": none seen, so a bucket allocated "
+                                 "without ledger_alloc(MEMORY_BUCKETS, ...)?"
+                               : "",
                   stage_hint(stage, false));
     unsigned long long gathered = report_value(report, rank,
                                                "peak gathered");
@@ -492,9 +521,16 @@ static void expect_memory(const char *report, int stage, bool prefetch,
         ck_assert_msg(gathered == 2 * largest, "%s, rank %d: gathered "
                       "parameters peaked at %llu bytes, expected %zu (one "
                       "layer's at a time, the largest layer's %zu bf16 at "
-                      "the most): a layer's gathered parameters are freed "
-                      "after each use. Hint: %s", what, rank, gathered,
-                      2 * largest, largest, stage_hint(3, false));
+                      "the most): %s. Hint: %s", what, rank, gathered,
+                      2 * largest, largest,
+                      gathered == 0
+                          ? "none seen, so a gathered layer allocated "
+                            "without ledger_alloc(MEMORY_GATHERED, ...)?"
+                          : gathered > 2 * largest
+                                ? "more, so a layer's gathered parameters "
+                                  "outlive their use (free them after each)"
+                                : "less than the largest layer",
+                      stage_hint(3, false));
     unsigned long long heap = report_value(report, rank, "heap_growth");
     unsigned long long ledger = report_value(report, rank, "ledger_growth");
     ck_assert_msg(heap <= ledger + HEAP_SLACK, "%s, rank %d: the process's "
@@ -542,15 +578,24 @@ static void expect_traffic(const char *report, int stage, int ranks,
                       : "Less: some gradient was not reduced.", hint);
     ck_assert_msg(got16 == steps * bf16_bytes, "%s, rank %d: the parameter "
                   "hooks and zero_update sent %llu bytes over %d steps; "
-                  "stage %d sends %llu a step (%s%llu bf16 elements: "
-                  "(P-1)|own|%s). Hint: %s", what, rank, got16, steps, stage,
-                  bf16_bytes, stage == 3 ? "2 x " : "",
+                  "stage %d sends %llu a step, %llu over %d (%s%llu bf16 "
+                  "elements: (P-1)|own|%s). %s Hint: %s", what, rank, got16,
+                  steps, stage, bf16_bytes, steps * bf16_bytes, steps,
+                  stage == 3 ? "2 x " : "",
                   (unsigned long long)(ranks - 1) * own,
                   stage == 3 ? ", once before each layer's forward and once "
                                "before its backward: 3Ψ in all with the "
                                "gradients"
                              : ", one gather of the whole buffer: 2Ψ in all "
                                "with the gradients",
+                  got16 > steps * bf16_bytes
+                      ? "More: something is gathered twice."
+                      : stage == 3
+                            ? "Less: some layer's parameters were not "
+                              "gathered before a use (backward must gather "
+                              "again, not reuse the forward's copy)."
+                            : "Less: not every rank's parameters were "
+                              "gathered.",
                   hint);
     ck_assert_msg(other == 0, "%s, rank %d: zero_forward_done sent %llu "
                   "bytes; it only frees", what, rank, other);

@@ -169,9 +169,9 @@ static void print_table(const zero_model *model, const char *precision,
 {
     char count[32], error[256];
     format_count(model->parameters, count, sizeof count);
-    printf("Estimated memory needed for model states (parameters, gradients, "
-           "optimizer states),\nby the ZeRO paper's formulas:\n");
-    printf("SW: model with %s parameters (%" PRIu64 "); %s parameters and "
+    printf("Memory for the model states (parameters, gradients, optimizer "
+           "state)\nper rank, by the ZeRO paper's formulas, for a model "
+           "with %s parameters (%" PRIu64 "):\n%s parameters and "
            "gradients (%" PRIu64 " + %" PRIu64 " bytes), K = %" PRIu64
            " bytes of optimizer state each.\n", count, model->parameters,
            precision, model->parameter_bytes, model->gradient_bytes,
@@ -263,7 +263,7 @@ int main(int argc, char **argv)
 {
     const char *params_text = "7.5B";
     const char *ranks_text = "1,4,16,64,256,1024";
-    const char *precision = "fp16";
+    const char *precision = "bf16";
     size_t optimizer_bytes = 12;
     double device_gb = 141.0;
     bool talk = false;
