@@ -213,13 +213,17 @@ int train_run(const train_setup *setup, const train_steps *plug,
     steps_enter("report");
 
     double accuracy = held_out_accuracy(setup, plug);
-    if (setup->rank == 0)
+    if (setup->rank == 0) {
         printf("held-out accuracy %.4f after %zu steps; %s took %.3f s of the "
                "run\nsummary: ranks=%d steps=%zu loss=%.4f accuracy=%.4f "
-               "samples_per_s=%.0f\n", accuracy, steps, plug->timed_work,
+               "samples_per_s=%.0f", accuracy, steps, plug->timed_work,
                gradient_seconds, setup->ranks, steps,
                buffers.losses[steps - 1], accuracy,
                (double)steps * (double)batch * setup->ranks / loop_seconds);
+        if (plug->summary_keys != NULL)
+            plug->summary_keys(plug->context, stdout);
+        printf("\n");
+    }
     int status = 0;
     if (setup->report != NULL)
         status = write_report(setup, plug, accuracy, buffers.losses, error,

@@ -84,6 +84,9 @@ typedef struct {
     train_classify_fn *classify;
     train_parameters_fn *parameters;
     train_report_fn *report_lines;    /* NULL: none */
+    train_report_fn *summary_keys;    /* NULL: none. On rank 0, more
+                                         " key=value" pairs at the end of
+                                         its summary line */
     size_t parameter_count;
     const char *timed_work;           /* what compute and synchronise are
                                          called in the closing line:

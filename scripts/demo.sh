@@ -69,6 +69,16 @@ fi
 # shellcheck disable=SC2086
 run "05 train" "data-parallel training on 2 ranks, gradients by the ring allreduce" \
     env OMP_NUM_THREADS=1 $mpirun_cmd -np 2 $build/05-data-parallel/train
+# Lesson 06: the same model at each ZeRO stage, one row each, so that what
+# rank 0 held at most (peak_bytes) and sent a step stand side by side.
+zero_what=("plain data parallel: everything on every rank"
+           "the optimizer state sharded" "the gradients sharded too"
+           "the parameters sharded too")
+for stage in 0 1 2 3; do
+    # shellcheck disable=SC2086
+    run "06 stage $stage" "ZeRO on 2 ranks, ${zero_what[stage]}" \
+        env OMP_NUM_THREADS=1 $mpirun_cmd -np 2 $build/06-zero/train_zero --stage $stage
+done
 
 echo "== summary"
 failed=0

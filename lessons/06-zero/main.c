@@ -59,15 +59,10 @@ static _Noreturn void refuse(const run_config *c, const char *why)
 
 /* ---- What a step costs: the bound the cap is checked against ---------- */
 
-/* The most bytes a rank holds at once at `stage`, beyond what it holds
- * already (`held`: the model's activations): the loop's input buffer, the
- * model state by the paper's formula with the partition's rounding
- * (zero_memory.h), one layer's gradient bucket (stages 2-3), gathered
- * layers (stage 3: one, or two with prefetch), and the reduce-scatter's
- * communication buffers (collectives.h: at most (P-1) receive and (P-1)
- * send slots of fp32, each no longer than a chunk or a rank's block). */
-static uint64_t bytes_needed(int stage, bool prefetch, const mlp *model,
-                             size_t batch, int ranks, int rank, size_t held)
+/* The model state a rank holds at `stage`: the paper's formula with the
+ * partition's rounding (zero_memory.h), this rank's block for what the
+ * stage shards. UINT64_MAX when it cannot be counted. */
+static uint64_t state_bytes(int stage, const mlp *model, int ranks, int rank)
 {
     uint64_t state[ZERO_STATE_KINDS];
     char error[256];
@@ -75,20 +70,45 @@ static uint64_t bytes_needed(int stage, bool prefetch, const mlp *model,
     if (zero_rank_state_bytes(&sizes, stage, (uint64_t)ranks, (uint64_t)rank,
                               state, error, sizeof error) != 0)
         return UINT64_MAX;
+    uint64_t sum = 0;
+    for (int kind = 0; kind < ZERO_STATE_KINDS; kind++)
+        sum += state[kind];
+    return sum;
+}
+
+/* What a rank holds at `stage` besides the model state and the
+ * activations, at most: one layer's gradient bucket (stages 2-3),
+ * gathered layers (stage 3: one, or two with prefetch), and the
+ * reduce-scatter's communication buffers (collectives.h: at most (P-1)
+ * receive and (P-1) send slots of fp32, each no longer than a chunk or a
+ * rank's block). */
+static uint64_t buffer_bytes(int stage, bool prefetch, const mlp *model,
+                             int ranks)
+{
     const uint64_t largest = model->largest_layer;
     uint64_t slot = block_size(model->parameter_count, (size_t)ranks, 0);
     if (slot > COLLECTIVES_CHUNK_ELEMENTS)
         slot = COLLECTIVES_CHUNK_ELEMENTS;
-    uint64_t need = held + (uint64_t)batch * (uint64_t)model->config.inputs *
-                               sizeof(float);
-    for (int kind = 0; kind < ZERO_STATE_KINDS; kind++)
-        need += state[kind];
+    uint64_t need = 8 * (uint64_t)(ranks - 1) * slot;
     if (stage >= 2)
         need += 2 * largest;
     if (stage == 3)
         need += (prefetch ? 4 : 2) * largest;
-    need += 8 * (uint64_t)(ranks - 1) * slot;
     return need;
+}
+
+/* The most bytes a rank holds at once at `stage`: what it holds already
+ * (`held`: the model's activations), the loop's input buffer, the model
+ * state and the buffers above. The bound a cap is checked against. */
+static uint64_t bytes_needed(int stage, bool prefetch, const mlp *model,
+                             size_t batch, int ranks, int rank, size_t held)
+{
+    const uint64_t state = state_bytes(stage, model, ranks, rank);
+    if (state == UINT64_MAX)
+        return UINT64_MAX;
+    return held + (uint64_t)batch * (uint64_t)model->config.inputs *
+                      sizeof(float) +
+           state + buffer_bytes(stage, prefetch, model, ranks);
 }
 
 /* ---- The steps of the loop (train.h) ---------------------------------- */
@@ -296,6 +316,24 @@ static void report_lines(void *context, FILE *report)
     free(values);
 }
 
+/* Bytes this rank's hooks sent in one training step (every step sends
+ * the same). */
+static uint64_t sent_a_step(const trainer *t)
+{
+    return (t->traffic.bf16_sent + t->traffic.fp32_sent +
+            t->traffic.other_sent) / t->config->steps;
+}
+
+/* Rank 0's summary keys after train.h's: the stage, the most it held at
+ * once (all categories) and what it sent a step. */
+static void summary_keys(void *context, FILE *out)
+{
+    const trainer *t = context;
+    fprintf(out, " stage=%d%s peak_bytes=%zu sent_bytes_per_step=%" PRIu64,
+            t->zero.stage, t->zero.prefetch ? " prefetch=1" : "",
+            t->peak_total, sent_a_step(t));
+}
+
 /* ---- The run ----------------------------------------------------------- */
 
 /* The generated task (common/dataset.h), the held-out samples after the
@@ -411,6 +449,7 @@ static int train(const run_config *c, const dataset *train_set,
         .classify = classify,
         .parameters = parameters,
         .report_lines = report_lines,
+        .summary_keys = summary_keys,
         .parameter_count = held_part(&t->zero).end -
                            held_part(&t->zero).begin,
         .timed_work = "forward, backward and reduction",
@@ -438,33 +477,46 @@ static size_t model_bytes(const mlp_config *shape, size_t batch)
     return bytes;
 }
 
-/* Whether `stage` fits the cap with local batches of `batch`, on every
- * rank (the ranks' parts differ by one element: each judges its own). */
-static bool fits(const run_config *c, const mlp_config *shape, int stage,
-                 size_t batch)
+/* The bound (bytes_needed) of `stage` with local batches of `batch` on
+ * this rank: the bytes its model holds for that batch (activations,
+ * backward's scratch, the one-layer copies) added to what the ledger
+ * holds already. UINT64_MAX when the model cannot be made. */
+static uint64_t bound_for_batch(const run_config *c, const mlp_config *shape,
+                                int stage, size_t batch)
 {
     const size_t base = memory_ledger_current_total();
     size_t held = model_bytes(shape, batch);
     mlp sizes;
     char error[256];
-    int ok = held != 0 &&
-             mlp_create_without_storage(&sizes, shape, 1, error,
-                                        sizeof error) == 0;
-    if (ok) {
-        /* `sizes`, a model for one sample, only lends its shape. */
-        ok = bytes_needed(stage, false, &sizes, batch, c->ranks, c->rank,
-                          base + held) <= c->memory_cap;
-        mlp_free(&sizes);
-    }
+    if (held == 0 || mlp_create_without_storage(&sizes, shape, 1, error,
+                                                sizeof error) != 0)
+        return UINT64_MAX;
+    /* `sizes`, a model for one sample, only lends its shape. */
+    uint64_t need = bytes_needed(stage, false, &sizes, batch, c->ranks,
+                                 c->rank, base + held);
+    mlp_free(&sizes);
+    return need;
+}
+
+/* Whether `stage` fits the cap with local batches of `batch`, on every
+ * rank (the ranks' parts differ by one element: each judges its own). */
+static bool fits(const run_config *c, const mlp_config *shape, int stage,
+                 size_t batch)
+{
+    int ok = bound_for_batch(c, shape, stage, batch) <= c->memory_cap;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN,
                             MPI_COMM_WORLD));
     return ok != 0;
 }
 
+enum { TIMED_ROUNDS = 5, STEPS_A_ROUND = 3 };
+
 /* Samples per second of `stage` with local batches of `batch`, under the
- * cap: one step to warm up, then `steps` timed, the slowest rank's time. */
+ * cap: one step to warm up, then TIMED_ROUNDS rounds of STEPS_A_ROUND
+ * steps, each round the slowest rank's time; the median round (a busy
+ * neighbour slows one round, not the median). */
 static double samples_per_second(const run_config *c, const dataset *data,
-                                 int stage, size_t batch, size_t steps)
+                                 int stage, size_t batch)
 {
     trainer t = { .config = c };
     char error[256];
@@ -481,15 +533,18 @@ static double samples_per_second(const run_config *c, const dataset *data,
     }
     const adamw_config adamw = { (float)c->learning_rate, 0.9f, 0.999f,
                                  1e-8f, 0.0f };
+    const size_t steps = 1 + TIMED_ROUNDS * STEPS_A_ROUND;
     run_config at_stage = *c;
     at_stage.stage = stage;
-    at_stage.steps = steps + 1;
+    at_stage.steps = steps;
     t.config = &at_stage;
     zero_create(&t.zero, stage, false, &t.model, &adamw);
     allocate_state(&at_stage, &t);
-    double start = 0;
-    for (size_t step = 0; step <= steps; step++) {
-        if (step == 1) {
+    double rounds[TIMED_ROUNDS], start = 0;
+    for (size_t step = 0; step < steps; step++) {
+        /* Step 0 warms up; round k is steps 1 + k*S .. (k+1)*S. */
+        const size_t in_round = (step - 1) % STEPS_A_ROUND;
+        if (step > 0 && in_round == 0) {
             MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
             start = timer_now();
         }
@@ -504,31 +559,54 @@ static double samples_per_second(const run_config *c, const dataset *data,
         forward_backward(&t, (long)step, inputs, labels, batch);
         reduce(&t, (long)step);
         update(&t, (long)step);
+        if (step > 0 && in_round == STEPS_A_ROUND - 1) {
+            double seconds = timer_now() - start;
+            MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE,
+                                    MPI_MAX, MPI_COMM_WORLD));
+            rounds[(step - 1) / STEPS_A_ROUND] = seconds;
+        }
     }
-    double seconds = timer_now() - start;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX,
-                            MPI_COMM_WORLD));
     zero_destroy(&t.zero);
     mlp_free(&t.model);
     free(inputs);
     free(labels);
-    return (double)steps * (double)batch * c->ranks / seconds;
+    return (double)STEPS_A_ROUND * (double)batch * c->ranks /
+           timings_median(rounds, TIMED_ROUNDS);
 }
 
 /* For each stage, the largest local batch whose bound (bytes_needed)
- * fits the cap, found by bisection, and the samples per second it
- * trains at: one table, from rank 0. */
+ * fits the cap, found by bisection, what the bound is made of at that
+ * batch (rank 0's, whose block is the largest), and the samples per
+ * second it trains at: one table, from rank 0. */
 static void find_batch(const run_config *c, const dataset *data)
 {
     const mlp_config shape = { data->features, data->classes, c->hidden,
                                c->width, ACTIVATION_RELU };
-    enum { MOST = 1 << 16, TIMED_STEPS = 10 };
+    enum { MOST = 1 << 16 };
+    /* The model state and buffers of each stage, from a model for one
+     * sample, freed before the search measures what the batches hold. */
+    uint64_t states[ZERO_MAX_STAGE + 1], buffers[ZERO_MAX_STAGE + 1];
+    mlp sizes;
+    char error[256];
+    if (mlp_create_without_storage(&sizes, &shape, 1, error,
+                                   sizeof error) != 0)
+        refuse(c, error);
+    for (int stage = 0; stage <= ZERO_MAX_STAGE; stage++) {
+        states[stage] = state_bytes(stage, &sizes, c->ranks, c->rank);
+        buffers[stage] = buffer_bytes(stage, false, &sizes, c->ranks);
+    }
     if (c->rank == 0)
         printf("train_zero: the largest local batch each stage fits in "
-               "%zu bytes a rank, on %d rank%s\n\n  stage | local batch | "
-               "samples/s\n", c->memory_cap, c->ranks,
-               c->ranks == 1 ? "" : "s");
+               "%zu bytes a rank, on %d rank%s\n%zu parameters, %zu in the "
+               "largest layer; rank 0's bytes, by the bound the cap is "
+               "checked against\n\n"
+               "  stage | model state |  buffers | activations |   total | "
+               "local batch | samples/s\n", c->memory_cap, c->ranks,
+               c->ranks == 1 ? "" : "s", sizes.parameter_count,
+               sizes.largest_layer);
+    mlp_free(&sizes);
     for (int stage = 0; stage <= ZERO_MAX_STAGE; stage++) {
+        const uint64_t state = states[stage], buffer = buffers[stage];
         size_t low = 0, high = MOST;   /* fits(low) (or low 0), not high */
         if (fits(c, &shape, stage, MOST))
             low = MOST;
@@ -541,12 +619,17 @@ static void find_batch(const run_config *c, const dataset *data)
         }
         if (low == 0) {
             if (c->rank == 0)
-                printf("  %5d | %11s | %9s\n", stage, "none", "-");
+                printf("  %5d | %11" PRIu64 " | %8" PRIu64 " | %11s | %7s | "
+                       "%11s | %9s\n", stage, state, buffer, "-", "-",
+                       "none", "-");
             continue;
         }
-        double speed = samples_per_second(c, data, stage, low, TIMED_STEPS);
+        const uint64_t total = bound_for_batch(c, &shape, stage, low);
+        double speed = samples_per_second(c, data, stage, low);
         if (c->rank == 0)
-            printf("  %5d | %11zu | %9.0f\n", stage, low, speed);
+            printf("  %5d | %11" PRIu64 " | %8" PRIu64 " | %11" PRIu64
+                   " | %7" PRIu64 " | %11zu | %9.0f\n", stage, state,
+                   buffer, total - state - buffer, total, low, speed);
     }
 }
 
@@ -599,6 +682,9 @@ int main(int argc, char **argv)
     char error[256];
     mlp_config shape = { train_set.features, train_set.classes, c.hidden,
                          c.width, ACTIVATION_RELU };
+    /* --find-batch looks for the batch: the cap must hold one sample. */
+    if (c.find_batch)
+        c.local_batch = 1;
     if (mlp_create_without_storage(&t.model, &shape, c.local_batch, error,
                                    sizeof error) != 0)
         refuse(&c, error);
@@ -642,6 +728,10 @@ int main(int argc, char **argv)
                t.peaks[MEMORY_OPTIMIZER], t.peaks[MEMORY_GATHERED],
                t.peaks[MEMORY_BUCKETS], t.peaks[MEMORY_COMM],
                t.peaks[MEMORY_ACTIVATIONS]);
+    if (c.rank == 0)
+        printf("rank 0 sent %" PRIu64 " bytes a step: %" PRIu64 " as bf16, %"
+               PRIu64 " as fp32 partial sums\n", sent_a_step(&t),
+               t.traffic.bf16_sent / c.steps, t.traffic.fp32_sent / c.steps);
     free(t.widened);
     zero_destroy(&t.zero);
     mlp_free(&t.model);

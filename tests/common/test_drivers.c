@@ -2,11 +2,14 @@
  * wrong, a usage line, exit status 2, no crash; under MPI every rank exits
  * and the message appears once. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "memory_ledger.h"
+#include "mlp.h"
 
 typedef struct {
     const char *lesson, *program;
@@ -286,6 +289,116 @@ START_TEST(other_mpi_rejects_bad_input)
 }
 END_TEST
 
+/* Lesson 06's --find-batch on 2 ranks, a model of 3 hidden layers of 192
+ * under a cap of 1.5 MB a rank: each stage's row must give the stage's
+ * model state and buffers by the formulas, and the largest local batch
+ * whose bytes fit the cap (one sample more must not), or "none" when not
+ * even one sample fits. The formulas are written out here: the model state
+ * by the ZeRO paper with rank 0's block of the partition, a gradient
+ * bucket of the largest layer (stages 2-3) and a gathered one (stage 3),
+ * the collectives' 2(P-1) fp32 slots; the activations a batch holds are
+ * what the model (common/mlp.h, tested on its own) allocates for it, plus
+ * its inputs. The samples per second are printed, never judged. */
+enum { FIND_RANKS = 2, FIND_HIDDEN = 3, FIND_WIDTH = 192,
+       FIND_FEATURES = 64, FIND_CLASSES = 10, FIND_CHUNK = 8192 };
+static const uint64_t find_cap = 1500000;
+
+/* Bytes the model allocates for local batches of `batch`, and their
+ * inputs (the training loop's buffer, batch x features floats). */
+static uint64_t activation_bytes(size_t batch)
+{
+    const mlp_config shape = { FIND_FEATURES, FIND_CLASSES, FIND_HIDDEN,
+                               FIND_WIDTH, ACTIVATION_RELU };
+    mlp model;
+    char error[256];
+    size_t before = memory_ledger_current_total();
+    ck_assert_msg(mlp_create_without_storage(&model, &shape, batch, error,
+                                             sizeof error) == 0, "%s", error);
+    uint64_t bytes = memory_ledger_current_total() - before;
+    mlp_free(&model);
+    return bytes + (uint64_t)batch * FIND_FEATURES * sizeof(float);
+}
+
+START_TEST(find_batch_fits_the_cap)
+{
+    /* Ψ and the largest layer, layer by layer: W (out x in) and b (out). */
+    const uint64_t sizes[] = { FIND_FEATURES, FIND_WIDTH, FIND_WIDTH,
+                               FIND_WIDTH, FIND_CLASSES };
+    uint64_t psi = 0, largest = 0;
+    for (int l = 0; l < FIND_HIDDEN + 1; l++) {
+        uint64_t layer = sizes[l] * sizes[l + 1] + sizes[l + 1];
+        psi += layer;
+        largest = layer > largest ? layer : largest;
+    }
+    const uint64_t own = (psi + FIND_RANKS - 1) / FIND_RANKS;   /* rank 0 */
+    const uint64_t slot = own < FIND_CHUNK ? own : FIND_CHUNK;
+    char *args[] = { "--find-batch", "--memory-cap", "1500000", "--hidden",
+                     "3", "--width", "192", NULL };
+    run_result r = harness_run_mpi("06-zero", "train_zero", FIND_RANKS, args,
+                                   NULL, 60);
+    harness_expect_success(&r, "train_zero --find-batch");
+    const char *line = strstr(r.out, "  stage |");
+    ck_assert_msg(line != NULL, "no table: %s", r.out);
+    for (int stage = 0; stage <= 3; stage++) {
+        line = strchr(line, '\n');
+        ck_assert_msg(line != NULL, "no row for stage %d: %s", stage, r.out);
+        line++;
+        char row[256];
+        snprintf(row, sizeof row, "%.*s", (int)strcspn(line, "\n"), line);
+        int got_stage = -1;
+        unsigned long long state = 0, buffers = 0, activations = 0,
+                           total = 0, batch = 0;
+        int fields = sscanf(row, " %d | %llu | %llu | %llu | %llu | %llu",
+                            &got_stage, &state, &buffers, &activations,
+                            &total, &batch);
+        const bool none = fields == 3 && strstr(row, " none |") != NULL;
+        ck_assert_msg(got_stage == stage && (fields == 6 || none),
+                      "stage %d's row is not \"stage | model state | "
+                      "buffers | activations | total | local batch | "
+                      "samples/s\": %s", stage, row);
+        const uint64_t want_state =
+            (stage == 3 ? 2 * own : 2 * psi) + (stage >= 2 ? 2 * own : 2 * psi) +
+            (stage >= 1 ? 12 * own : 12 * psi);
+        const uint64_t want_buffers = 8 * (FIND_RANKS - 1) * slot +
+                                      (stage >= 2 ? 2 * largest : 0) +
+                                      (stage == 3 ? 2 * largest : 0);
+        ck_assert_msg(state == want_state && buffers == want_buffers,
+                      "stage %d: model state %llu and buffers %llu bytes, "
+                      "expected %llu and %llu (Ψ = %llu, rank 0's block %llu,"
+                      " the largest layer %llu)", stage, state, buffers,
+                      (unsigned long long)want_state,
+                      (unsigned long long)want_buffers,
+                      (unsigned long long)psi, (unsigned long long)own,
+                      (unsigned long long)largest);
+        const uint64_t fixed = want_state + want_buffers;
+        if (none) {
+            ck_assert_msg(fixed + activation_bytes(1) > find_cap,
+                          "stage %d: \"none\", but one sample needs %llu "
+                          "bytes, within the cap %llu", stage,
+                          (unsigned long long)(fixed + activation_bytes(1)),
+                          (unsigned long long)find_cap);
+            continue;
+        }
+        const uint64_t need = fixed + activation_bytes(batch);
+        const uint64_t one_more = fixed + activation_bytes(batch + 1);
+        ck_assert_msg(activations == need - fixed && total == need,
+                      "stage %d, local batch %llu: activations %llu and total "
+                      "%llu bytes, expected %llu and %llu", stage, batch,
+                      activations, total,
+                      (unsigned long long)(need - fixed),
+                      (unsigned long long)need);
+        ck_assert_msg(need <= find_cap && one_more > find_cap,
+                      "stage %d: local batch %llu needs %llu bytes, %llu "
+                      "needs %llu, under a cap of %llu: not the largest "
+                      "batch that fits", stage, batch,
+                      (unsigned long long)need, batch + 1,
+                      (unsigned long long)one_more,
+                      (unsigned long long)find_cap);
+    }
+    run_result_free(&r);
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     static char names[case_count][128];
@@ -309,6 +422,9 @@ Suite *lesson_suite(void)
                 pingpong_wrong_rank_count_ends_every_rank, 0, 40);
     harness_add(suite, "pingpong measures latency and bandwidth",
                 pingpong_measures, 0, 40);
+    harness_add(suite, "train_zero --find-batch on 2 ranks: each stage's "
+                "batch is the largest whose bytes fit the cap",
+                find_batch_fits_the_cap, 0, 60);
     static char mpi_names[mpi_case_count][128];
     for (int k = 0; k < mpi_case_count; k++) {
         int used = snprintf(mpi_names[k], sizeof mpi_names[k],
