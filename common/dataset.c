@@ -389,3 +389,14 @@ void dataset_free(dataset *data)
     ledger_free(data->labels);
     memset(data, 0, sizeof *data);
 }
+
+void dataset_split(const dataset *all, size_t train_count, dataset *train,
+                   dataset *held)
+{
+    *train = *all;
+    train->count = train_count;
+    *held = *all;
+    held->count = all->count - train_count;
+    held->inputs = all->inputs + train_count * (size_t)all->features;
+    held->labels = all->labels + train_count;
+}

@@ -57,4 +57,10 @@ int dataset_load_mnist(dataset *data, const char *images_path,
 
 void dataset_free(dataset *data);
 
+/* Views of `all` with no copy: its first train_count samples as *train
+ * and the rest as *held (train_count <= all->count). Both point into all's
+ * arrays: free `all`, never a view. */
+void dataset_split(const dataset *all, size_t train_count, dataset *train,
+                   dataset *held);
+
 #endif

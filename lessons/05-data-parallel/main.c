@@ -76,25 +76,14 @@ static void load_data(const train_config *c, dataset *train, dataset *held)
         if (!failed) {
             /* The last sixth is held out. */
             size_t cut = all.count - all.count / 6;
-            *train = all;
-            train->count = cut;
-            *held = all;
-            held->count = all.count - cut;
-            held->inputs = all.inputs + cut * (size_t)all.features;
-            held->labels = all.labels + cut;
+            dataset_split(&all, cut, train, held);
         }
     } else {
         dataset all;
         failed = dataset_synthetic(&all, c->samples + c->held_out, c->features,
                                    c->classes, c->seed, error, sizeof error);
-        if (!failed) {
-            *train = all;
-            train->count = c->samples;
-            *held = all;
-            held->count = c->held_out;
-            held->inputs = all.inputs + c->samples * (size_t)all.features;
-            held->labels = all.labels + c->samples;
-        }
+        if (!failed)
+            dataset_split(&all, c->samples, train, held);
     }
     int any_failed = failed;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_failed, 1, MPI_INT, MPI_MAX,

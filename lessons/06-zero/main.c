@@ -367,14 +367,8 @@ static void load_data(const run_config *c, dataset *train, dataset *held)
                count * sizeof *all.labels);
         dataset_free(&piece);
     }
-    if (!failed) {
-        *train = all;
-        train->count = c->samples;
-        *held = all;
-        held->count = c->held_out;
-        held->inputs = all.inputs + c->samples * (size_t)all.features;
-        held->labels = all.labels + c->samples;
-    }
+    if (!failed)
+        dataset_split(&all, c->samples, train, held);
     int any_failed = failed;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_failed, 1, MPI_INT, MPI_MAX,
                             MPI_COMM_WORLD));
