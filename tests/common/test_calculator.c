@@ -234,8 +234,8 @@ START_TEST(talk_arithmetic)
 {
     char *args[] = { "--talk", NULL };
     run_result r = calculator(args);
-    const char *lines[] = { "10B parameters are    40GB: they fit on one "
-                            "H200",
+    const char *lines[] = { ("10B parameters are    40GB: they fit on one "
+                             "H200"),
                             "100B parameters are   400GB: more than one H200",
                             "1T parameters are  4000GB: more than one H200",
                             "One H200 holds 141GB" };
