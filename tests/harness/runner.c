@@ -229,6 +229,15 @@ int main(int argc, char **argv)
     bool list_only = false, limits_only = false;
     run_mode mode = MODE_STUDENT;
 
+    /* A judge that computes its reference with the shared library runs
+     * OpenMP regions, and then forks to run each program. LLVM's OpenMP
+     * runtime (clang's) re-registers itself in a forked child through a
+     * file it opens in /dev/shm or /tmp, which the child's namespaces may
+     * not show it, and aborts; the child only ever execs, so it needs no
+     * OpenMP. Before the runtime starts: no fork handler. (GCC's runtime
+     * has none to turn off.) */
+    setenv("KMP_INIT_AT_FORK", "false", 0);
+
     for (int k = 1; k < argc; k++) {
         if (strcmp(argv[k], "--title") == 0 && k + 1 < argc)
             title = argv[++k];
