@@ -417,11 +417,17 @@ static _Noreturn void run_keeper(char *const argv[], int report_fd,
         prctl(PR_SET_CHILD_SUBREAPER, 1);
     /* Its own view of /proc, in a mount namespace of its own: the program
      * sees the processes of its run and no other (under the sandbox too,
-     * which binds the file system as the keeper sees it). */
+     * which binds the file system as the keeper sees it). And its own
+     * /dev/shm, gone with the namespace: what a killed program leaves there
+     * (LLVM's OpenMP runtime registers each process in a file there, and
+     * only a normal exit removes it) is never left on the machine. */
     if (isolated && unshare(CLONE_NEWNS) == 0 &&
-        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               NULL);
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+              "mode=1777");
+    }
     /* If the test dies, the keeper goes too (and with it the namespace). */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
