@@ -456,12 +456,15 @@ static const char *const kind_names[] = { "parameters", "gradients",
  * 12 bytes a parameter), one layer's bf16 gradient as the bucket in
  * stages 2 and 3, and in stage 3 one layer's bf16 parameters gathered
  * (two with prefetch, at most). The allocator's own count may exceed what
- * the ledger holds at the same moments only by its bookkeeping: measured
- * at most 10 KiB here (a 64-byte header per ledger block, malloc's own
- * headers, the loop's small arrays, MPI's requests); 48 KiB leaves a wide
- * margin and is still less than half the smallest copy a stage could hide
- * (the bf16 parameters, 2Ψ = 109 KiB). */
-enum { HEAP_SLACK = 48 << 10 };
+ * the ledger holds at the same moments only by the libraries' own
+ * bookkeeping: measured at most 10 KiB with gcc and Open MPI (a 64-byte
+ * header per ledger block, malloc's own headers, the loop's small arrays,
+ * MPI's requests), but 56 KiB under MPICH on 3 ranks (its buffers for a
+ * peer, made on first contact) and 72 KiB under clang's OpenMP runtime
+ * before the driver started its threads ahead of the baseline. 96 KiB
+ * leaves room for those and is still less than the smallest copy a stage
+ * could hide (the bf16 parameters, 2Ψ = 109 KiB). */
+enum { HEAP_SLACK = 96 << 10 };
 
 static void expect_memory(const char *report, int stage, bool prefetch,
                           int ranks, int rank, const char *what)
