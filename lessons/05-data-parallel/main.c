@@ -85,11 +85,7 @@ static void load_data(const train_config *c, dataset *train, dataset *held)
         if (!failed)
             dataset_split(&all, c->samples, train, held);
     }
-    int any_failed = failed;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_failed, 1, MPI_INT, MPI_MAX,
-                            MPI_COMM_WORLD));
-    if (any_failed)
-        refuse(c, error[0] ? error : "the data could not be loaded");
+    mpi_exit_if_any(failed, "train", error[0] ? error : "the data could not be loaded");
 }
 
 /* The three ways of averaging the gradients, by --allreduce: each names
