@@ -117,7 +117,7 @@ HAVE_SOLUTIONS := $(wildcard solutions)
 # communication ledger's MPI_* definitions must win over the MPI library's.
 COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c common/collectives.c common/train.c
 COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c,$(wildcard common/*.c))
-HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o
+HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o harness/training_reference.o
 COMMON_TESTS   := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
 
 # For scripts: the lessons, and each lesson's edited files as LESSON/FILE.
@@ -271,13 +271,21 @@ library_parts = $(addprefix build/$(1)/,common/libcommon.a common/not_done.o \
     $(foreach lesson,$(BUILT_LESSONS),tests/test_$(lesson).o $(if $($(lesson)_PRODUCER_OBJS),tests/producer/$(lesson).o)) \
     $(patsubst %.c,%.o,$(wildcard tests/hidden/test_*.c)))
 
-# $(call lesson_link,VARIANT,LESSON,PROGRAM,OBJECTS,FIRST): a program of the
-# lesson's OBJECTS (after FIRST, objects from elsewhere), linked with what
-# they need: the shared library, not_done.o, MPI's and CUDA's parts, and
-# mpicc when one of them uses MPI. Nothing is linked before the checks on
-# the student's files pass.
+# A program's objects of earlier lessons (lesson.mk's PROGRAM_EARLIER, as
+# LESSON/OBJECT), and those lessons: their headers are seen, and their
+# files pass the same checks first.
+lessons_of = $(sort $(foreach object,$(1),$(firstword $(subst /, ,$(object)))))
+earlier_lessons = $(call lessons_of,$(foreach program,$($(1)_PROGRAMS),$($(1)_$(program)_EARLIER)))
+
+# $(call lesson_link,VARIANT,LESSON,PROGRAM,OBJECTS,FIRST,EARLIER): a
+# program of the lesson's OBJECTS (after FIRST, objects from elsewhere, and
+# EARLIER, objects of earlier lessons in the same build: the student's own),
+# linked with what they need: the shared library, not_done.o, MPI's and
+# CUDA's parts, and mpicc when one of them uses MPI. Nothing is linked
+# before the checks on the student's files pass.
 lesson_link = $(eval $(call link_rule,build/$(1)/$(2)/$(3),\
-    $(call submission_stamp,$(1),$(2)) $(5) $(addprefix build/$(1)/$(2)/,$(4)) \
+    $(call submission_stamp,$(1),$(2)) $(foreach lesson,$(call lessons_of,$(6)),$(call submission_stamp,$(1),$(lesson))) \
+    $(5) $(addprefix build/$(1)/$(2)/,$(4)) $(addprefix build/$(1)/,$(6)) \
     $(if $(call uses_mpi,$(2),$(4)),$(call common_mpi_objects,$($(1)_LIBRARY))) \
     $(if $($(2)_CUDA),$(call library_dir,$(1))/common/check_cuda.o) \
     $(call library_dir,$(1))/common/not_done.o $(call library_dir,$(1))/common/libcommon.a,\
@@ -304,12 +312,12 @@ lesson_judge = $(eval $(call link_rule,build/$(1)/tests/test_$(2),\
 # $(1): variant, $(2): lesson
 define lesson_rules
 # Its files: its folder's headers, and what lesson.mk asks for each.
-build/$(1)/$(2)/%.o: INCLUDES = -Ilessons/$(2)
+build/$(1)/$(2)/%.o: INCLUDES = -Ilessons/$(2) $(addprefix -Ilessons/,$(call earlier_lessons,$(2)))
 $(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_MPI))): COMPILER = $$(MPI_COMPILER)
 $(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_OPENMP))): FILE_FLAGS += $$(OPENMP_FLAGS)
 $(if $($(2)_CUDA),build/$(1)/$(2)/%.o: FILE_FLAGS += $$(CUDA_CFLAGS))
 $(if $($(1)_CHECKED),$(eval $(call submission_rules,$(1),$(2))))
-$(foreach program,$($(2)_PROGRAMS),$(call lesson_link,$(1),$(2),$(program),$($(2)_$(program)_OBJS)))
+$(foreach program,$($(2)_PROGRAMS),$(call lesson_link,$(1),$(2),$(program),$($(2)_$(program)_OBJS),,$($(2)_$(program)_EARLIER)))
 $(call lesson_producer,$(1),$(2))
 $(call lesson_judge,$(1),$(2))
 PROGRAMS_$(1) += $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS))
@@ -328,7 +336,7 @@ endef
 # headers; mpicc where they include them with mpi.h, CUDA's headers.
 # $(1): variant, $(2): lesson
 define lesson_test_rules
-build/$(1)/tests/test_$(2).o build/$(1)/tests/hidden/test_$(2).o build/$(1)/tests/producer/$(2).o: INCLUDES += -Ilessons/$(2)
+build/$(1)/tests/test_$(2).o build/$(1)/tests/hidden/test_$(2).o build/$(1)/tests/producer/$(2).o: INCLUDES += -Ilessons/$(2) $(addprefix -Ilessons/,$(call earlier_lessons,$(2)))
 $(if $($(2)_MPI),build/$(1)/tests/test_$(2).o build/$(1)/tests/hidden/test_$(2).o: COMPILER = $$(MPI_COMPILER))
 $(if $(call uses_mpi,$(2),$($(2)_PRODUCER_OBJS)),build/$(1)/tests/producer/$(2).o: COMPILER = $$(MPI_COMPILER))
 $(if $($(2)_CUDA),build/$(1)/tests/test_$(2).o build/$(1)/tests/producer/$(2).o: FILE_FLAGS += $$(CUDA_CFLAGS))

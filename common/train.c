@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,4 +231,48 @@ int train_run(const train_setup *setup, const train_steps *plug,
                               error_len);
     free_buffers(&buffers);
     return status;
+}
+
+void train_generate_or_exit(const char *program, size_t samples,
+                            size_t held_out, int features, int classes,
+                            uint64_t seed, dataset *train, dataset *held)
+{
+    enum { PIECE = 256 };
+    char error[256] = "";
+    dataset all = { samples + held_out, features, classes, NULL, NULL };
+    const size_t width = (size_t)features;
+    all.inputs = malloc(all.count * width * sizeof *all.inputs);
+    all.labels = malloc(all.count * sizeof *all.labels);
+    int failed = all.inputs == NULL || all.labels == NULL;
+    if (failed)
+        snprintf(error, sizeof error, "no memory for %zu samples", all.count);
+    for (size_t first = 0; !failed && first < all.count; first += PIECE) {
+        size_t count = all.count - first < PIECE ? all.count - first : PIECE;
+        dataset piece;
+        failed = dataset_synthetic_range(&piece, first, count, features,
+                                         classes, seed, error,
+                                         sizeof error) != 0;
+        if (failed)
+            break;
+        memcpy(all.inputs + first * width, piece.inputs,
+               count * width * sizeof *all.inputs);
+        memcpy(all.labels + first, piece.labels, count * sizeof *all.labels);
+        dataset_free(&piece);
+    }
+    if (!failed)
+        dataset_split(&all, samples, train, held);
+    else {
+        free(all.inputs);
+        free(all.labels);
+    }
+    mpi_exit_if_any(failed, program,
+                    error[0] ? error : "the data could not be generated");
+}
+
+void train_data_free(dataset *train)
+{
+    free(train->inputs);
+    free(train->labels);
+    train->inputs = NULL;
+    train->labels = NULL;
 }

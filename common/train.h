@@ -36,6 +36,7 @@
 #define ZZ_TRAIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "dataset.h"
@@ -114,5 +115,18 @@ typedef struct {
  *     MPI_Abort(MPI_COMM_WORLD, status). */
 int train_run(const train_setup *setup, const train_steps *steps,
               char *error, size_t error_len);
+
+/* The generated task (dataset.h) of lessons 06 and 07: `samples` training
+ * samples and `held_out` more after them, the same on every rank. They
+ * stay in the host's memory, outside the memory ledger, whose cap plays a
+ * device's memory: made a few samples at a time (dataset_synthetic_range
+ * gives the same numbers as one call) into plain blocks that `train`
+ * owns (free them with train_data_free) and `held` shares. If they cannot
+ * be made on some rank, every rank exits with status 2 after "PROGRAM:
+ * why" (mpi_exit_if_any). */
+void train_generate_or_exit(const char *program, size_t samples,
+                            size_t held_out, int features, int classes,
+                            uint64_t seed, dataset *train, dataset *held);
+void train_data_free(dataset *train);
 
 #endif

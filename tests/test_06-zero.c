@@ -25,6 +25,7 @@
 #include "dataset.h"
 #include "harness.h"
 #include "mlp.h"
+#include "training_reference.h"
 #include "optimizer.h"
 #include "zero_memory.h"
 
@@ -113,22 +114,9 @@ END_TEST
  * multiple of 2, 3 or 4; its largest layer, 22350, spans several of the
  * collectives' chunks), 3 steps of 4 samples a rank from 40 samples (so
  * the shards wrap around the data set), 8 held out. */
-typedef struct {
-    int hidden, width;
-    int steps, batch, samples, held_out;
-    double learning_rate;
-} run_shape;
-
 static const run_shape test_run = { 3, 149, 3, 4, 40, 8, 1e-3 };
 /* A layer of 2 parameters (1 unit to 1 unit), smaller than 3 or 4 ranks. */
 static const run_shape tiny_run = { 2, 1, 3, 4, 40, 8, 1e-3 };
-
-static mlp_config shape_of(const run_shape *shape)
-{
-    mlp_config config = { 64, 10, shape->hidden, shape->width,
-                          ACTIVATION_RELU };
-    return config;
-}
 
 /* Runs the driver: stage `stage` on `ranks` ranks, with `extra` flags
  * (NULL-terminated, may be NULL); its report in `out`. */
@@ -162,111 +150,8 @@ static run_result run_stage(int stage, int ranks, const run_shape *shape,
                            timeout_s);
 }
 
-/* ---- The reference: plain data parallelism, simulated here ---- */
-
-typedef struct {
-    size_t total;
-    bf16 *params;        /* (total): the final bf16 parameters */
-    float *master;       /* (total): the final fp32 master weights */
-    float *initial;      /* (total): mlp_init's values */
-    double losses[64];   /* the mean loss over the ranks, per step */
-    int layer_count;
-    size_t layer_begin[80];
-} reference;
-
-static void reference_free(reference *ref)
-{
-    free(ref->params);
-    free(ref->master);
-    free(ref->initial);
-}
-
-/* What stage 0 on P ranks computes, rank after rank in this one process:
- * each rank's forward and backward on its shard with the bf16 layer steps
- * (its gradient rounded to bf16), the P gradients added in rank order in
- * fp32 and the sum rounded once (collective_reduce_scatter_bf16), and the
- * mixed-precision AdamW on every element with the scale 1/P. The driver's
- * shard: rank r's samples at step s are (s*P + r)*B + k, wrapping around
- * the data set. The library's pieces are tested on their own
- * (tests/common/); here they are only put together. */
-static reference reference_train(int ranks, int batch, const run_shape *shape)
-{
-    const mlp_config config = shape_of(shape);
-    dataset data;
-    mlp model;
-    char error[256];
-    ck_assert_msg(dataset_synthetic(&data, (size_t)shape->samples, 64, 10, 1,
-                                    error, sizeof error) == 0, "%s", error);
-    ck_assert_msg(mlp_create_without_storage(&model, &config, (size_t)batch,
-                                             error, sizeof error) == 0,
-                  "%s", error);
-    const size_t total = model.parameter_count;
-    reference ref = { total, malloc(total * sizeof(bf16)),
-                      malloc(total * sizeof(float)),
-                      malloc(total * sizeof(float)), { 0 },
-                      model.layer_count, { 0 } };
-    float *m = calloc(total, sizeof *m), *v = calloc(total, sizeof *v);
-    float *sums = malloc(total * sizeof *sums);
-    bf16 *grads = malloc(total * sizeof *grads);
-    bf16 *summed = malloc(total * sizeof *summed);
-    float *inputs = malloc((size_t)batch * 64 * sizeof *inputs);
-    int *labels = malloc((size_t)batch * sizeof *labels);
-    ck_assert(ref.params && ref.master && ref.initial && m && v && sums &&
-              grads && summed && inputs && labels);
-    ck_assert(model.layer_count <= 80 && shape->steps <= 64);
-    for (int l = 0; l < model.layer_count; l++)
-        ref.layer_begin[l] = model.layers[l].weights;
-    mlp_init_range(&model, 1, 0, total, ref.master);
-    memcpy(ref.initial, ref.master, total * sizeof(float));
-    bf16_from_floats(ref.params, ref.master, total);
-    const adamw_config adamw = { (float)shape->learning_rate, 0.9f, 0.999f,
-                                 1e-8f, 0.0f };
-    for (int step = 0; step < shape->steps; step++) {
-        double loss_sum = 0;
-        for (int rank = 0; rank < ranks; rank++) {
-            size_t first = ((size_t)step * (size_t)ranks + (size_t)rank) *
-                           (size_t)batch;
-            for (int k = 0; k < batch; k++) {
-                size_t sample = (first + (size_t)k) % data.count;
-                memcpy(&inputs[k * 64], &data.inputs[sample * 64],
-                       64 * sizeof *inputs);
-                labels[k] = data.labels[sample];
-            }
-            ck_assert(mlp_set_inputs(&model, inputs, (size_t)batch) == 0);
-            for (int l = 0; l < model.layer_count; l++)
-                ck_assert_msg(mlp_forward_layer_bf16(
-                                  &model, l,
-                                  ref.params + model.layers[l].weights) == 0,
-                              "%s", model.error);
-            float loss = mlp_loss(&model, labels, 1, NULL);
-            ck_assert_msg(!isnan(loss), "%s", model.error);
-            loss_sum += loss;
-            for (int l = model.layer_count - 1; l >= 0; l--) {
-                size_t at = model.layers[l].weights;
-                ck_assert_msg(mlp_backward_layer_bf16(&model, l,
-                                                      ref.params + at,
-                                                      grads + at) == 0,
-                              "%s", model.error);
-            }
-            /* ((g_0 + g_1) + g_2) + ...: rank order, in fp32. */
-            for (size_t i = 0; i < total; i++)
-                sums[i] = rank == 0 ? bf16_to_float(grads[i])
-                                    : sums[i] + bf16_to_float(grads[i]);
-        }
-        bf16_from_floats(summed, sums, total);
-        adamw_step_mixed(&adamw, step + 1, ref.master, m, v, summed,
-                         1.0f / (float)ranks, ref.params, total);
-        ref.losses[step] = loss_sum / ranks;
-    }
-    free(m), free(v), free(sums), free(grads), free(summed), free(inputs);
-    free(labels);
-    mlp_free(&model);
-    dataset_free(&data);
-    return ref;
-}
-
 /* The layer that element i belongs to. */
-static int layer_of(const reference *ref, size_t i)
+static int layer_of(const training_reference *ref, size_t i)
 {
     int l = 0;
     while (l + 1 < ref->layer_count && ref->layer_begin[l + 1] <= i)
@@ -355,7 +240,7 @@ static const char *allocation_hint(int stage)
  * the reference: stages 0-2 hold all Ψ parameters (so a rank that did not
  * gather the others' new ones shows here), stage 3 its own part. */
 static void expect_reference_weights(const char *out, int stage, int ranks,
-                                     bool prefetch, const reference *ref,
+                                     bool prefetch, const training_reference *ref,
                                      const char *what)
 {
     double *values = malloc(ref->total * sizeof *values);
@@ -431,9 +316,9 @@ static void check_weights(int stage, bool prefetch, const run_shape *shape,
                                  out, 12);
         harness_expect_success(&r, what);
         run_result_free(&r);
-        reference ref = reference_train(ranks, shape->batch, shape);
+        training_reference ref = training_reference_run(ranks, shape->batch, shape, -1);
         expect_reference_weights(out, stage, ranks, prefetch, &ref, what);
-        reference_free(&ref);
+        training_reference_free(&ref);
         harness_remove_out_dir(out);
     }
 }
@@ -620,7 +505,7 @@ START_TEST(prefetch_same_model_and_costs)
         run_result r = run_stage(3, ranks, &test_run, extra, out, 12);
         harness_expect_success(&r, what);
         run_result_free(&r);
-        reference ref = reference_train(ranks, test_run.batch, &test_run);
+        training_reference ref = training_reference_run(ranks, test_run.batch, &test_run, -1);
         expect_reference_weights(out, 3, ranks, true, &ref, what);
         size_t widest_pair = 0;
         for (int l = 0; l + 1 < ref.layer_count; l++) {
@@ -642,7 +527,7 @@ START_TEST(prefetch_same_model_and_costs)
                           stage_hint(3, true));
             free(report);
         }
-        reference_free(&ref);
+        training_reference_free(&ref);
         harness_remove_out_dir(out);
     }
 }
@@ -745,7 +630,7 @@ static void expect_one_rank_with_p_times_the_batch(const char *out,
                                                    int ranks,
                                                    const char *what)
 {
-    reference one = reference_train(1, test_run.batch * ranks, &test_run);
+    training_reference one = training_reference_run(1, test_run.batch * ranks, &test_run, -1);
     double *got = malloc(one.total * sizeof *got);
     ck_assert(got != NULL);
     harness_read_doubles(out, "params", 0, got, one.total);
@@ -770,7 +655,7 @@ static void expect_one_rank_with_p_times_the_batch(const char *out,
                       "%.7g, on 1 rank with %d times the batch %.7g. Hint: "
                       "TODO 1", what, s + 1, losses[s], ranks, one.losses[s]);
     free(got);
-    reference_free(&one);
+    training_reference_free(&one);
 }
 
 /* Stage _i on 1 to 4 ranks, one run each: bitwise the weights of plain
@@ -788,9 +673,9 @@ START_TEST(stage_on_ranks)
         run_result r = run_stage(stage, ranks, &test_run, NULL, out, 12);
         harness_expect_success(&r, what);
         run_result_free(&r);
-        reference ref = reference_train(ranks, test_run.batch, &test_run);
+        training_reference ref = training_reference_run(ranks, test_run.batch, &test_run, -1);
         expect_reference_weights(out, stage, ranks, false, &ref, what);
-        reference_free(&ref);
+        training_reference_free(&ref);
         for (int rank = 0; rank < ranks; rank++) {
             char *report = harness_read_report(out, rank);
             expect_memory(report, stage, false, ranks, rank, what);

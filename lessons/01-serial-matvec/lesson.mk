@@ -1,6 +1,9 @@
 # Lesson 01's build, read by the top Makefile.
 #   EDITED:    the files the student edits (solutions/ holds their answers)
-#   PROGRAMS:  what `make` builds; <program>_OBJS the objects of each
+#   PROGRAMS:  what `make` builds; <program>_OBJS the objects of each;
+#              <program>_EARLIER objects of earlier lessons it links, as
+#              LESSON/OBJECT, from the same build: the student's own code
+#              of that lesson (lesson 07 runs on the student's lesson 06)
 #   PRODUCER_OBJS: the lesson objects linked into the tests' producer (the
 #              student's code the tests run; the tests themselves link none)
 #   MPI/OPENMP: sources that need mpicc / OpenMP flags

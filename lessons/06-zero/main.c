@@ -337,42 +337,6 @@ static void summary_keys(void *context, FILE *out)
 
 /* ---- The run ----------------------------------------------------------- */
 
-/* The generated task (common/dataset.h), the held-out samples after the
- * training ones. The data set stays in the host's memory, outside the
- * ledger, whose cap plays a device's memory: made a few samples at a time
- * (dataset_synthetic_range gives the same numbers as one call) and copied
- * into plain blocks, freed with free, not dataset_free. */
-static void load_data(const run_config *c, dataset *train, dataset *held)
-{
-    enum { PIECE = 256 };
-    char error[256] = "";
-    dataset all = { c->samples + c->held_out, c->features, c->classes,
-                    NULL, NULL };
-    const size_t features = (size_t)c->features;
-    all.inputs = malloc(all.count * features * sizeof *all.inputs);
-    all.labels = malloc(all.count * sizeof *all.labels);
-    int failed = all.inputs == NULL || all.labels == NULL;
-    if (failed)
-        snprintf(error, sizeof error, "no memory for %zu samples", all.count);
-    for (size_t first = 0; !failed && first < all.count; first += PIECE) {
-        size_t count = all.count - first < PIECE ? all.count - first : PIECE;
-        dataset piece;
-        failed = dataset_synthetic_range(&piece, first, count, c->features,
-                                         c->classes, c->seed, error,
-                                         sizeof error) != 0;
-        if (failed)
-            break;
-        memcpy(all.inputs + first * features, piece.inputs,
-               count * features * sizeof *all.inputs);
-        memcpy(all.labels + first, piece.labels,
-               count * sizeof *all.labels);
-        dataset_free(&piece);
-    }
-    if (!failed)
-        dataset_split(&all, c->samples, train, held);
-    mpi_exit_if_any(failed, "train_zero", error[0] ? error : "the data could not be generated");
-}
-
 /* The same samples to every rank for the accuracy (data parallelism shards
  * the batches, not the data set): rank r takes samples
  * (step * P + r) * B ... of the training set, wrapping around its end. */
@@ -668,7 +632,8 @@ int main(int argc, char **argv)
     /* The ledger names this rank in a refusal, cap or none. */
     memory_ledger_set_cap(MEMORY_LEDGER_NO_CAP, c.rank);
     dataset train_set = { 0 }, held = { 0 };
-    load_data(&c, &train_set, &held);
+    train_generate_or_exit("train_zero", c.samples, c.held_out, c.features,
+                           c.classes, c.seed, &train_set, &held);
     trainer t = { .config = &c };
     char error[256];
     mlp_config shape = { train_set.features, train_set.classes, c.hidden,
@@ -685,8 +650,7 @@ int main(int argc, char **argv)
         mlp_free(&t.model);
         memory_ledger_set_cap(c.memory_cap, c.rank);
         find_batch(&c, &train_set);
-        free(train_set.inputs);
-        free(train_set.labels);
+        train_data_free(&train_set);
         MPI_CHECK(MPI_Finalize());
         return 0;
     }
@@ -733,8 +697,7 @@ int main(int argc, char **argv)
     free(t.widened);
     zero_destroy(&t.zero);
     mlp_free(&t.model);
-    free(train_set.inputs);
-    free(train_set.labels);
+    train_data_free(&train_set);
     MPI_CHECK(MPI_Finalize());
     return 0;
 }

@@ -1,0 +1,121 @@
+/* The judges' simulation of data-parallel mixed-precision training
+ * (training_reference.h). The library's pieces are tested on their own
+ * (tests/common/); here they are only put together. */
+#include "training_reference.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "dataset.h"
+#include "optimizer.h"
+
+mlp_config shape_of(const run_shape *shape)
+{
+    mlp_config config = { 64, 10, shape->hidden, shape->width,
+                          ACTIVATION_RELU };
+    return config;
+}
+
+void training_reference_free(training_reference *ref)
+{
+    free(ref->params);
+    free(ref->master);
+    free(ref->initial);
+}
+
+training_reference training_reference_run(int ranks, int batch,
+                                          const run_shape *shape,
+                                          long delay_from)
+{
+    const mlp_config config = shape_of(shape);
+    dataset data;
+    mlp model;
+    char error[256];
+    ck_assert_msg(dataset_synthetic(&data, (size_t)shape->samples, 64, 10, 1,
+                                    error, sizeof error) == 0, "%s", error);
+    ck_assert_msg(mlp_create_without_storage(&model, &config, (size_t)batch,
+                                             error, sizeof error) == 0,
+                  "%s", error);
+    const size_t total = model.parameter_count;
+    training_reference ref = { total, malloc(total * sizeof(bf16)),
+                               malloc(total * sizeof(float)),
+                               malloc(total * sizeof(float)), { 0 },
+                               model.layer_count, { 0 } };
+    float *m = calloc(total, sizeof *m), *v = calloc(total, sizeof *v);
+    float *sums = malloc(total * sizeof *sums);
+    bf16 *grads = malloc(total * sizeof *grads);
+    bf16 *summed = malloc(total * sizeof *summed);
+    /* The delayed update's parameters, computed but not yet in the model. */
+    bf16 *delayed = malloc(total * sizeof *delayed);
+    float *inputs = malloc((size_t)batch * 64 * sizeof *inputs);
+    int *labels = malloc((size_t)batch * sizeof *labels);
+    ck_assert(ref.params && ref.master && ref.initial && m && v && sums &&
+              grads && summed && delayed && inputs && labels);
+    ck_assert(model.layer_count <= TRAINING_REFERENCE_MAX_LAYERS &&
+              shape->steps <= TRAINING_REFERENCE_MAX_STEPS);
+    for (int l = 0; l < model.layer_count; l++)
+        ref.layer_begin[l] = model.layers[l].weights;
+    mlp_init_range(&model, 1, 0, total, ref.master);
+    memcpy(ref.initial, ref.master, total * sizeof(float));
+    bf16_from_floats(ref.params, ref.master, total);
+    const adamw_config adamw = { (float)shape->learning_rate, 0.9f, 0.999f,
+                                 1e-8f, 0.0f };
+    bool pending = false;
+    for (int step = 0; step < shape->steps; step++) {
+        double loss_sum = 0;
+        for (int rank = 0; rank < ranks; rank++) {
+            size_t first = ((size_t)step * (size_t)ranks + (size_t)rank) *
+                           (size_t)batch;
+            for (int k = 0; k < batch; k++) {
+                size_t sample = (first + (size_t)k) % data.count;
+                memcpy(&inputs[k * 64], &data.inputs[sample * 64],
+                       64 * sizeof *inputs);
+                labels[k] = data.labels[sample];
+            }
+            ck_assert(mlp_set_inputs(&model, inputs, (size_t)batch) == 0);
+            for (int l = 0; l < model.layer_count; l++)
+                ck_assert_msg(mlp_forward_layer_bf16(
+                                  &model, l,
+                                  ref.params + model.layers[l].weights) == 0,
+                              "%s", model.error);
+            float loss = mlp_loss(&model, labels, 1, NULL);
+            ck_assert_msg(!isnan(loss), "%s", model.error);
+            loss_sum += loss;
+            for (int l = model.layer_count - 1; l >= 0; l--) {
+                size_t at = model.layers[l].weights;
+                ck_assert_msg(mlp_backward_layer_bf16(&model, l,
+                                                      ref.params + at,
+                                                      grads + at) == 0,
+                              "%s", model.error);
+            }
+            /* ((g_0 + g_1) + g_2) + ...: rank order, in fp32. */
+            for (size_t i = 0; i < total; i++)
+                sums[i] = rank == 0 ? bf16_to_float(grads[i])
+                                    : sums[i] + bf16_to_float(grads[i]);
+        }
+        bf16_from_floats(summed, sums, total);
+        if (delay_from >= 0 && step >= delay_from) {
+            /* The previous delayed update reaches the model now; this
+             * step's is computed and held back. */
+            if (pending)
+                memcpy(ref.params, delayed, total * sizeof *delayed);
+            adamw_step_mixed(&adamw, step + 1, ref.master, m, v, summed,
+                             1.0f / (float)ranks, delayed, total);
+            pending = true;
+        } else
+            adamw_step_mixed(&adamw, step + 1, ref.master, m, v, summed,
+                             1.0f / (float)ranks, ref.params, total);
+        ref.losses[step] = loss_sum / ranks;
+    }
+    if (pending)
+        memcpy(ref.params, delayed, total * sizeof *delayed);
+    free(m), free(v), free(sums), free(grads), free(summed), free(delayed);
+    free(inputs), free(labels);
+    mlp_free(&model);
+    dataset_free(&data);
+    return ref;
+}

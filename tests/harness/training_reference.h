@@ -1,0 +1,56 @@
+/* The judges' own simulation of data-parallel mixed-precision training
+ * (lessons 06 and 07): what P ranks compute, rank after rank in the
+ * judge's process, from the given library alone. Lesson 06 checks every
+ * ZeRO stage against it, lesson 07 ZeRO-Offload, with and without the
+ * delayed parameter update. */
+#ifndef ZZ_TRAINING_REFERENCE_H
+#define ZZ_TRAINING_REFERENCE_H
+
+#include <stddef.h>
+
+#include "bf16.h"
+#include "mlp.h"
+
+/* A run of the drivers: hidden layers of `width` units on the generated
+ * task of 64 features and 10 classes (seed 1), `steps` steps of `batch`
+ * samples a rank from `samples` training samples, `held_out` after them,
+ * AdamW with this learning rate (betas 0.9, 0.999, epsilon 1e-8, no
+ * weight decay). */
+typedef struct {
+    int hidden, width;
+    int steps, batch, samples, held_out;
+    double learning_rate;
+} run_shape;
+
+mlp_config shape_of(const run_shape *shape);
+
+enum { TRAINING_REFERENCE_MAX_STEPS = 64, TRAINING_REFERENCE_MAX_LAYERS = 80 };
+
+typedef struct {
+    size_t total;
+    bf16 *params;        /* (total): the final bf16 parameters */
+    float *master;       /* (total): the final fp32 master weights */
+    float *initial;      /* (total): mlp_init's values */
+    double losses[TRAINING_REFERENCE_MAX_STEPS]; /* mean over the ranks */
+    int layer_count;
+    size_t layer_begin[TRAINING_REFERENCE_MAX_LAYERS];
+} training_reference;
+
+/* What plain data parallelism on `ranks` ranks computes: each rank's
+ * forward and backward on its shard with the bf16 layer steps (its
+ * gradient rounded to bf16), the P gradients added in rank order in fp32
+ * and the sum rounded once (collective_reduce_scatter_bf16), and the
+ * mixed-precision AdamW on every element with the scale 1/P. The drivers'
+ * shard: rank r's samples at step s are (s*P + r)*B + k, wrapping around
+ * the data set.
+ * From step `delay_from` on (-1: never), the delayed parameter update:
+ * step s's update is computed as before, but its parameters reach the
+ * model only when step s+1's update begins (or after the last step), so
+ * step s+1's gradients are taken on the parameters of update s-1.
+ * Fails the calling test on any error. */
+training_reference training_reference_run(int ranks, int batch,
+                                          const run_shape *shape,
+                                          long delay_from);
+void training_reference_free(training_reference *ref);
+
+#endif
