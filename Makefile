@@ -527,8 +527,8 @@ endif
 slides: ## render slides/*.md to self-contained HTML in build/slides (needs pandoc)
 	@scripts/slides.sh
 
-student-release: ## a tarball for students: no solutions, fixtures or hidden tests
-	@scripts/student-release.sh
+student-release: ## a tarball for students: no solutions, fixtures or hidden tests (UPTO=NN: lessons up to NN)
+	@scripts/student-release.sh $(if $(UPTO),--upto $(UPTO))
 
 gradescope-zip: ## build/gradescope-autograder.zip: this repository with setup.sh and run_autograder
 	@mkdir -p build

@@ -6,12 +6,29 @@
 #   tests/fixtures/  broken submissions, each a solution with one bug
 #   tests/hidden/    an instructor's hidden tests (see tests/hidden/README.md)
 #   .ci/             the toolkit's CI, which runs make test
+# With --upto NN (make student-release UPTO=NN), the lessons after NN are
+# left out too, with their tests, benchmarks and slides: a course that
+# hands out one lesson at a time never ships a later lesson, whose given
+# code could hold an earlier lesson's answer.
 # Writes build/zero-to-zero-student.tar.gz. Without solutions/, the Makefile
 # has no solution build: make all, check, watch, progress, grade and demo
 # work on the student's own files (build/student/), and make test and the
 # other targets that need the solutions say so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+upto=""
+case "${1:-}" in
+    "") ;;
+    --upto) upto=${2:-}
+        if ! [[ $upto =~ ^[0-9]{1,2}$ ]] || ! compgen -G "lessons/$(printf '%02d' "$((10#$upto))")-*" >/dev/null; then
+            echo "student-release: --upto needs a lesson's number (lessons: $(ls lessons | tr '\n' ' '))" >&2
+            exit 2
+        fi
+        upto=$((10#$upto)) ;;
+    *) echo "student-release: unknown argument '$1'" >&2
+       echo "usage: scripts/student-release.sh [--upto NN]" >&2
+       exit 2 ;;
+esac
 if ! git rev-parse --verify -q HEAD >/dev/null; then
     echo "student-release: needs a git checkout with at least one commit" >&2
     exit 2
@@ -25,5 +42,20 @@ trap 'rm -rf "$staging"' EXIT
 git archive --format=tar --prefix=zero-to-zero/ HEAD | tar -x -C "$staging"
 rm -rf "$staging/zero-to-zero/solutions" "$staging/zero-to-zero/tests/fixtures" \
        "$staging/zero-to-zero/tests/hidden" "$staging/zero-to-zero/.ci"
+later=()
+if [ -n "$upto" ]; then
+    for folder in "$staging"/zero-to-zero/lessons/*/; do
+        lesson=$(basename "$folder")
+        number=$((10#${lesson%%-*}))
+        [ "$number" -gt "$upto" ] || continue
+        later+=("$lesson")
+        nn=${lesson%%-*}
+        # The lesson and everything named after it.
+        (cd "$staging/zero-to-zero" && rm -rf "lessons/$lesson" \
+            "tests/test_$lesson.c" "tests/producer/$lesson".* \
+            "tests/manifest/$lesson.txt" "tests/symbols/$lesson.txt" \
+            bench/bench_"$nn".* slides/"$nn"-*)
+    done
+fi
 tar -C "$staging" -czf build/zero-to-zero-student.tar.gz zero-to-zero
-echo "build/zero-to-zero-student.tar.gz: $(tar -tzf build/zero-to-zero-student.tar.gz | wc -l) entries, without solutions/, tests/fixtures/, tests/hidden/, .ci/"
+echo "build/zero-to-zero-student.tar.gz: $(tar -tzf build/zero-to-zero-student.tar.gz | wc -l) entries, without solutions/, tests/fixtures/, tests/hidden/, .ci/${later[*]:+, lessons ${later[*]}}"
