@@ -107,4 +107,53 @@ int zero_rank_state_bytes(const zero_model *model, int stage, uint64_t ranks,
                           uint64_t rank, uint64_t bytes[ZERO_STATE_KINDS],
                           char *error, size_t error_len);
 
+/* ZeRO-Offload (Ren et al., "ZeRO-Offload: Democratizing Billion-Scale
+ * Model Training", USENIX ATC'21, arXiv 2101.06840), on stage 2's
+ * partition: the device keeps the parameters whole and runs forward and
+ * backward; each rank's slice of the optimizer's state, and the optimizer's
+ * step, live on the host. With p, g and K a parameter's, gradient's and
+ * optimizer's bytes (2, 2, 12 in mixed precision), per rank:
+ *
+ *     device   pΨ               the parameters forward and backward read
+ *     host     KΨ/Nd            the slice's optimizer state (master, m, v)
+ *            + (g + p)Ψ/Nd      staging: the slice's gradients coming down
+ *                               and its new parameters going up
+ *
+ * so 2Ψ on the device and 16Ψ/Nd on the host in mixed precision. Staging is
+ * also what crosses the bus each step: 4Ψ on one rank, the paper's "at least
+ * 4M bytes". With the delayed parameter update the host updates step i
+ * while the device makes step i+1's gradients, so the gradients are staged
+ * twice: (2g + p)Ψ/Nd, 6Ψ/Nd. Not model state, so not counted here: the
+ * gradients in flight on the device (a layer or two before they go down)
+ * and the activations. A host serving several ranks holds the sum of
+ * theirs. */
+typedef struct {
+    zero_bytes device;          /* pΨ: replicated, sharded 0 */
+    zero_bytes host_optimizer;  /* KΨ/Nd */
+    zero_bytes host_staging;    /* (g + p)Ψ/Nd, or (2g + p)Ψ/Nd delayed */
+    zero_bytes host;            /* host_optimizer + host_staging */
+} zero_offload_bytes;
+
+/* The same for one rank of the balanced partition: S = block_size(Ψ,
+ * ranks, rank) parameters in its slice, and each host figure the bytes per
+ * parameter times S (device: times Ψ). */
+typedef struct {
+    uint64_t device, host_optimizer, host_staging, host;
+} zero_offload_rank_bytes;
+
+/* The formulas above, per rank of `ranks`, with or without the delayed
+ * parameter update. Refuses no ranks and a model whose state, or whose
+ * host bytes with a second gradient buffer, would not fit in 64 bits. */
+int zero_offload_bytes_per_rank(const zero_model *model, uint64_t ranks,
+                                bool delayed_update, zero_offload_bytes *bytes,
+                                char *error, size_t error_len);
+
+/* What rank `rank` of `ranks` holds, exactly, with the partition's
+ * rounding: what lesson 07's driver allocates. Also refuses rank >= ranks
+ * and a Ψ that is not a size_t. */
+int zero_rank_offload_bytes(const zero_model *model, uint64_t ranks,
+                            uint64_t rank, bool delayed_update,
+                            zero_offload_rank_bytes *bytes, char *error,
+                            size_t error_len);
+
 #endif

@@ -4,11 +4,14 @@
  * arXiv 1910.02054; common/zero_memory.h). The table is laid out like
  * DeepSpeed's estimate_zero2/zero3 model-state estimators, with one column
  * per stage. Model states only: activations, buffers and fragmentation come
- * on top, so a "fits" here is necessary, not sufficient.
- * GB here is 10^9 bytes, as in the paper. You do not need to change this
- * file.
+ * on top, so a "fits" here is necessary, not sufficient. With --offload a
+ * second table gives ZeRO-Offload's bytes per rank, on the device and on
+ * the host, like DeepSpeed's estimators with offload_optimizer (lesson 07
+ * builds it). GB here is 10^9 bytes, as in the paper. You do not need to
+ * change this file.
  *
  *     memory_calculator --params 7.5B --ranks 64     Figure 1 of the paper
+ *     memory_calculator --offload --ranks 1          7.5B on one device
  *     memory_calculator --talk                       the opening arithmetic */
 #include <ctype.h>
 #include <inttypes.h>
@@ -163,9 +166,67 @@ static void print_devices_needed(const zero_model *model, int stage,
            zero_bytes_value(there) / GB);
 }
 
+/* ZeRO-Offload's bytes per rank, for each count of ranks: the device's,
+ * and the host's in three columns, without and with the delayed parameter
+ * update. */
+static void print_offload_table(const zero_model *model, const char *precision,
+                                const uint64_t *ranks, int rank_counts)
+{
+    char error[256];
+    printf("\nZeRO-Offload (lesson 07), per rank: stage 2's partition, with "
+           "the optimizer's\nstate and step on the host. The device keeps "
+           "the %s parameters whole, %" PRIu64 "\nbytes each. The host keeps "
+           "the optimizer state of the rank's slice, K = %" PRIu64 "\nbytes "
+           "a parameter, and stages the slice's gradients down and new "
+           "parameters\nup, %" PRIu64 " + %" PRIu64 " bytes: what crosses "
+           "the bus each step. The delayed parameter\nupdate (DPU) stages "
+           "two steps' gradients. Gradients in flight on the device\nare "
+           "not counted; a host serving several ranks holds the sum of "
+           "theirs.\n\n",
+           precision, model->parameter_bytes, model->optimizer_bytes,
+           model->gradient_bytes, model->parameter_bytes);
+    printf("       Nd |   device   |    host    |    host    |    host    |"
+           "    host    |\n");
+    printf("          | parameters |  optimizer |    staging |      total |"
+           " total, DPU |\n");
+    for (int row = 0; row < rank_counts; row++) {
+        zero_offload_bytes plain, delayed;
+        or_exit(zero_offload_bytes_per_rank(model, ranks[row], false, &plain,
+                                            error, sizeof error), error);
+        or_exit(zero_offload_bytes_per_rank(model, ranks[row], true, &delayed,
+                                            error, sizeof error), error);
+        const zero_bytes cells[] = { plain.device, plain.host_optimizer,
+                                     plain.host_staging, plain.host,
+                                     delayed.host };
+        printf(" %8" PRIu64 " |", ranks[row]);
+        for (size_t k = 0; k < sizeof cells / sizeof cells[0]; k++)
+            printf(" %8.2fGB |", zero_bytes_value(cells[k]) / GB);
+        printf("\n");
+    }
+}
+
+/* The devices line for offload: its device bytes do not shrink with more
+ * ranks, so one device is enough or none is. */
+static void print_offload_devices_needed(const zero_model *model,
+                                         uint64_t capacity)
+{
+    char error[256];
+    zero_offload_bytes one;
+    or_exit(zero_offload_bytes_per_rank(model, 1, false, &one, error,
+                                        sizeof error), error);
+    printf("  offload %-9s ", "to host");
+    if (!zero_bytes_fit(one.device, capacity)) {
+        printf("   none: the %.2fGB of parameters every device keeps is "
+               "more than it holds\n", zero_bytes_value(one.device) / GB);
+        return;
+    }
+    printf("%7d  (%.2fGB each, and %.2fGB on the host)\n", 1,
+           zero_bytes_value(one.device) / GB, zero_bytes_value(one.host) / GB);
+}
+
 static void print_table(const zero_model *model, const char *precision,
                         const uint64_t *ranks, int rank_counts,
-                        uint64_t capacity, double device_gb)
+                        uint64_t capacity, double device_gb, bool offload)
 {
     char count[32], error[256];
     format_count(model->parameters, count, sizeof count);
@@ -194,10 +255,14 @@ static void print_table(const zero_model *model, const char *precision,
         }
         printf("\n");
     }
+    if (offload)
+        print_offload_table(model, precision, ranks, rank_counts);
     printf("\nDevices of %gGB each stage needs (the fewest ranks whose model "
            "states fit):\n", device_gb);
     for (int stage = 0; stage < ZERO_STAGES; stage++)
         print_devices_needed(model, stage, capacity);
+    if (offload)
+        print_offload_devices_needed(model, capacity);
 }
 
 /* The talk's opening: what 10B, 100B and 1T parameters weigh in fp32, then
@@ -266,7 +331,7 @@ int main(int argc, char **argv)
     const char *precision = "bf16";
     size_t optimizer_bytes = 12;
     double device_gb = 141.0;
-    bool talk = false;
+    bool talk = false, offload = false;
     const cli_option options[] = {
         { "params", CLI_STRING, &params_text,
           "parameters: a count, or with k, M, B or T (7.5B, 1T)", 0, 0 },
@@ -281,6 +346,9 @@ int main(int argc, char **argv)
         { "device-gb", CLI_DOUBLE, &device_gb,
           "memory of one device in GB (10^9 bytes; 141: one H200)", 0.001,
           1e6 },
+        { "offload", CLI_FLAG, &offload,
+          "also ZeRO-Offload's bytes per rank: the device's and the host's "
+          "(lesson 07)", 0, 0 },
         { "talk", CLI_FLAG, &talk,
           "the opening arithmetic instead: 10B, 100B, 1T parameters "
           "against one H200 (other flags unused)", 0, 0 },
@@ -327,6 +395,7 @@ int main(int argc, char **argv)
     zero_model model = { parameters, precision_bytes, precision_bytes,
                          optimizer_bytes };
     uint64_t capacity = (uint64_t)llround(device_gb * GB);
-    print_table(&model, precision, ranks, rank_counts, capacity, device_gb);
+    print_table(&model, precision, ranks, rank_counts, capacity, device_gb,
+                offload);
     return 0;
 }

@@ -2,10 +2,12 @@
  * given program: its table against the ZeRO paper's formulas evaluated
  * here, in whole numbers, for random models (so no table can be written in
  * by hand), against every figure the paper prints (Table 1 and Figure 1),
- * and the talk's opening arithmetic. Its bad input is in test_drivers.c. */
+ * the talk's opening arithmetic, and --offload's table against ZeRO-Offload's
+ * formulas. Its bad input is in test_drivers.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +248,134 @@ START_TEST(talk_arithmetic)
 }
 END_TEST
 
+/* --offload's row for `nd`, after its header: five values in GB. */
+static void offload_row(const char *out, uint64_t nd, double gb[5])
+{
+    const char *table = strstr(out, " total, DPU |\n");
+    ck_assert_msg(table != NULL, "no offload table (its header ends "
+                  "\" total, DPU |\") in:\n%s", out);
+    char start[32];
+    snprintf(start, sizeof start, "\n %8" PRIu64 " |", nd);
+    const char *row = strstr(table, start);
+    ck_assert_msg(row != NULL, "no offload row for Nd = %" PRIu64 " in:\n%s",
+                  nd, table);
+    ck_assert_msg(sscanf(row + strlen(start), " %lfGB | %lfGB | %lfGB | "
+                         "%lfGB | %lfGB", &gb[0], &gb[1], &gb[2], &gb[3],
+                         &gb[4]) == 5, "the offload row for Nd = %" PRIu64
+                  " does not read as five values: %.90s", nd, row + 1);
+}
+
+/* (d) --offload, for 30 random models: each row's device, host optimizer,
+ * host staging, host total and host total with DPU against ZeRO-Offload's
+ * formulas evaluated here (device pΨ; host KΨ/Nd + (g + p)Ψ/Nd, the
+ * gradients twice with DPU: p = g = the precision's bytes), the offload
+ * devices line (one device if pΨ fits it, else none), and the stage table
+ * and its devices lines exactly as without --offload. Then the paper's
+ * Ψ = 7.5B on one device: 15 GB on it, 90 + 30 = 120 GB on the host. */
+START_TEST(offload_table_matches_the_formulas)
+{
+    rng_t rng = rng_seeded(1007);
+    for (int c = 0; c < 30; c++) {
+        /* A third of them small enough that the parameters may fit. */
+        uint64_t psi = rng_next_u64(&rng) % (c % 3 == 0 ? 100000000000u
+                                                        : 10000000000000u) +
+                       1;
+        char params[40];
+        snprintf(params, sizeof params, "%" PRIu64, psi);
+        const char *precision = rng_next_u64(&rng) % 2 ? "bf16" : "fp32";
+        uint64_t bytes = strcmp(precision, "fp32") == 0 ? 4 : 2;
+        uint64_t k = rng_next_u64(&rng) % 33;
+        uint64_t nd[3];
+        char ranks[96] = "";
+        for (int n = 0; n < 3; n++) {
+            nd[n] = rng_next_u64(&rng) % (n == 0 ? 64 : (1u << 20)) + 1;
+            for (int m = 0; m < n; m++)
+                if (nd[m] == nd[n])
+                    nd[n] += 1u << 21;
+            snprintf(ranks + strlen(ranks), sizeof ranks - strlen(ranks),
+                     "%s%" PRIu64, n ? "," : "", nd[n]);
+        }
+        char device[32], k_text[16];
+        snprintf(device, sizeof device, "%.3f",
+                 0.5 + (double)(rng_next_u64(&rng) % 199500) / 1000.0);
+        snprintf(k_text, sizeof k_text, "%" PRIu64, k);
+        char *plain_args[] = { "--params", params, "--ranks", ranks, "--k",
+                               k_text, "--precision", (char *)precision,
+                               "--device-gb", device, NULL };
+        char *offload_args[] = { "--params", params, "--ranks", ranks, "--k",
+                                 k_text, "--precision", (char *)precision,
+                                 "--device-gb", device, "--offload", NULL };
+        run_result plain = calculator(plain_args);
+        run_result r = calculator(offload_args);
+        for (int n = 0; n < 3; n++) {
+            double gb[5];
+            offload_row(r.out, nd[n], gb);
+            const double whole = (double)(bytes * psi);
+            const double per_rank = (double)psi / (double)nd[n];
+            const double want[5] = {
+                whole / 1e9, (double)k * per_rank / 1e9,
+                (double)(2 * bytes) * per_rank / 1e9,
+                (double)(k + 2 * bytes) * per_rank / 1e9,
+                (double)(k + 3 * bytes) * per_rank / 1e9,
+            };
+            const char *what[5] = { "device", "host optimizer",
+                                    "host staging", "host total",
+                                    "host total with DPU" };
+            for (int col = 0; col < 5; col++)
+                ck_assert_msg(fabs(gb[col] - want[col]) <=
+                                  0.005 + 1e-9 * want[col],
+                              "--params %s --k %s --precision %s --offload: "
+                              "Nd = %" PRIu64 ", %s: printed %.2f GB, the "
+                              "formula gives %.6f", params, k_text, precision,
+                              nd[n], what[col], gb[col], want[col]);
+        }
+        const uint64_t capacity = (uint64_t)llround(strtod(device, NULL) *
+                                                    1e9);
+        const char *line = strstr(r.out, "\n  offload to host ");
+        ck_assert_msg(line != NULL, "no devices line for offload in:\n%s",
+                      r.out);
+        line += strlen("\n  offload to host ");
+        line += strspn(line, " ");
+        bool fits = bytes * psi <= capacity;
+        ck_assert_msg(fits ? strncmp(line, "1  (", 4) == 0
+                           : strncmp(line, "none", 4) == 0,
+                      "--params %s --precision %s --device-gb %s: %" PRIu64
+                      " bytes of parameters on a %" PRIu64 "-byte device "
+                      "%s, the calculator says: %.60s", params, precision,
+                      device, bytes * psi, capacity,
+                      fits ? "fit on one" : "never fit", line);
+        /* Everything else as without --offload. */
+        const char *table_end = strstr(plain.out, "\n\nDevices of");
+        ck_assert(table_end != NULL);
+        size_t table_len = (size_t)(table_end - plain.out) + 1;
+        const char *devices = strstr(r.out, "\n\nDevices of");
+        const char *offload_line = strstr(r.out, "\n  offload to host ");
+        ck_assert_msg(strncmp(r.out, plain.out, table_len) == 0 &&
+                          devices != NULL &&
+                          strncmp(devices, table_end,
+                                  (size_t)(offload_line - devices)) == 0 &&
+                          offload_line - devices ==
+                              (ptrdiff_t)strlen(table_end) - 1,
+                      "--offload changed the stage table or its devices "
+                      "lines:\n%s\nwithout it:\n%s", r.out, plain.out);
+        run_result_free(&plain);
+        run_result_free(&r);
+    }
+    char *args[] = { "--ranks", "1", "--offload", NULL };
+    run_result r = calculator(args);
+    const char *lines[] = {
+        "        1 |    15.00GB |    90.00GB |    30.00GB |   120.00GB |   "
+        "135.00GB |",
+        "  offload to host         1  (15.00GB each, and 120.00GB on the "
+        "host)" };
+    for (size_t k = 0; k < sizeof lines / sizeof *lines; k++)
+        ck_assert_msg(strstr(r.out, lines[k]) != NULL, "memory_calculator "
+                      "--ranks 1 --offload does not say \"%s\":\n%s",
+                      lines[k], r.out);
+    run_result_free(&r);
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     Suite *suite = suite_create("memory_calculator");
@@ -255,5 +385,7 @@ Suite *lesson_suite(void)
                 paper_table_1_and_figure_1, 0, 20);
     harness_add(suite, "memory calculator: the talk's opening arithmetic",
                 talk_arithmetic, 0, 20);
+    harness_add(suite, "memory calculator: --offload, as ZeRO-Offload's "
+                "formulas say", offload_table_matches_the_formulas, 0, 30);
     return suite;
 }

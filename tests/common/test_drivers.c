@@ -45,6 +45,7 @@ static const bad_input cases[] = {
     { "06-zero", "memory_calculator", { "--ranks", "1,0" }, "memory_calculator: --ranks needs a list" },
     { "06-zero", "memory_calculator", { "--precision", "fp8" }, "memory_calculator: --precision must be fp16, bf16 or fp32, got 'fp8'" },
     { "06-zero", "memory_calculator", { "--k", "2000" }, "memory_calculator: --k must be from 0 to 1024" },
+    { "06-zero", "memory_calculator", { "--offload=dpu" }, "memory_calculator: --offload takes no value" },
 };
 enum { case_count = sizeof cases / sizeof cases[0] };
 
@@ -229,9 +230,10 @@ static const struct {
     { 2, { "--out", "" }, "matvec_mpi: --out needs a value" },
     { 2, { "--out", "/nonexistent/folder" }, "matvec_mpi: --out: cannot write to '/nonexistent/folder'" },
 };
-/* The same for lesson 03's hybrid program and lessons 05's and 06's
- * programs (lesson 06's refusals come before any of the student's code
- * runs: a cap too small even for stage 3 is judged by the formulas). */
+/* The same for lesson 03's hybrid program and the programs of lessons
+ * 05-07 (lesson 06's refusals come before any of the student's code runs:
+ * a cap too small even for stage 3 is judged by the formulas; lesson 07's
+ * device is opened, and its activations allocated, before any of it). */
 static const struct {
     const char *lesson, *program;
     const char *args[3];
@@ -250,6 +252,12 @@ static const struct {
     { "06-zero", "train_zero", { "--prefetch" }, "train_zero: --prefetch is for stage 3" },
     { "06-zero", "train_zero", { "--find-batch" }, "train_zero: --find-batch needs --memory-cap" },
     { "06-zero", "train_zero", { "--memory-cap", "100000" }, "train_zero: --memory-cap 100000 bytes is too small even for stage 3 on 2 ranks" },
+    { "07-offload", "train_offload", { "--device-memory", "0" }, "train_offload: --device-memory must be from 1 to" },
+    { "07-offload", "train_offload", { "--device-memory", "999999999999999" }, "train_offload: --device-memory 999999999999999 bytes is more than this machine's memory" },
+    { "07-offload", "train_offload", { "--backend", "gpu" }, "train_offload: unknown backend 'gpu': say cpu or cuda" },
+    { "07-offload", "train_offload", { "--backend", "cuda" }, "train_offload: cuda: " },
+    { "07-offload", "train_offload", { "--no-offload", "--dpu=2" }, "train_offload: --dpu delays the host's update: it needs offload" },
+    { "07-offload", "train_offload", { "--device-memory", "1000" }, "train_offload: rank 0: device out of memory: asked " },
 };
 enum { other_mpi_case_count = sizeof other_mpi_cases / sizeof other_mpi_cases[0] };
 enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };

@@ -1,7 +1,8 @@
 /* Unit tests of common/zero_memory.h: the ZeRO paper's per-rank model-state
  * formulas, against the test's own evaluation of them for random models,
  * against every number the paper prints in Table 1 and Figure 1, and the
- * partition-rounded form against the totals. */
+ * partition-rounded form against the totals; ZeRO-Offload's device and host
+ * bytes the same ways, and against the ZeRO-Offload paper's statements. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -385,6 +386,177 @@ START_TEST(partitioned_ranks_add_up_to_the_totals)
 }
 END_TEST
 
+/* ZeRO-Offload's bytes, evaluated here: the device keeps p bytes of every
+ * parameter; the host K bytes of every parameter of the rank's slice, and
+ * stages g + p of them (gradients down, parameters up), 2g + p with the
+ * delayed update, which holds two steps' gradients. */
+static uint64_t offload_staging_per_parameter(const model_case *m,
+                                              bool delayed)
+{
+    return (delayed ? 2 : 1) * m->bytes[1] + m->bytes[0];
+}
+
+/* The balanced partition, written out here: Ψ = base·Nd + extra, and the
+ * first `extra` ranks own one parameter more. */
+static uint64_t slice_of(uint64_t psi, uint64_t nd, uint64_t rank)
+{
+    return psi / nd + (rank < psi % nd ? 1 : 0);
+}
+
+/* (d) Offload, for 400 random models, without and with the delayed update:
+ * the Ψ/Nd form exactly (Nd times a rank's host bytes is the per-parameter
+ * bytes times Ψ; the device's are the same on every rank), and, for up to
+ * 100 ranks, each rank's bytes from its own slice. Those add up to the
+ * totals, and match stage 2's: offload keeps stage 2's parameters on the
+ * device and moves its optimizer state, byte for byte, to the host. */
+START_TEST(offload_bytes_match_the_formulas)
+{
+    rng_t rng = rng_seeded(9);
+    char error[256];
+    for (int k = 0; k < 400; k++) {
+        model_case m = random_case(&rng, k % 2 ? 100 : UINT64_C(1) << 14);
+        zero_model model = library_model(&m);
+        for (int delayed = 0; delayed < 2; delayed++) {
+            uint64_t staging = offload_staging_per_parameter(&m, delayed);
+            zero_offload_bytes got;
+            ck_assert_msg(zero_offload_bytes_per_rank(&model, m.nd, delayed,
+                                                      &got, error,
+                                                      sizeof error) == 0,
+                          CASE_FMT ", delayed %d: refused: %s",
+                          CASE_ARGS(m, 2), delayed, error);
+            const struct {
+                const char *what;
+                zero_bytes bytes;
+                uint64_t replicated, sharded;
+            } parts[] = {
+                { "device", got.device, m.bytes[0] * m.psi, 0 },
+                { "host optimizer", got.host_optimizer, 0,
+                  m.bytes[2] * m.psi },
+                { "host staging", got.host_staging, 0, staging * m.psi },
+                { "host", got.host, 0, (m.bytes[2] + staging) * m.psi },
+            };
+            for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
+                ck_assert_msg(parts[p].bytes.ranks == m.nd &&
+                                  parts[p].bytes.replicated ==
+                                      parts[p].replicated &&
+                                  parts[p].bytes.sharded == parts[p].sharded,
+                              CASE_FMT ", delayed %d, %s: %llu + %llu/%llu, "
+                              "expected %llu + %llu/%llu", CASE_ARGS(m, 2),
+                              delayed, parts[p].what,
+                              (unsigned long long)parts[p].bytes.replicated,
+                              (unsigned long long)parts[p].bytes.sharded,
+                              (unsigned long long)parts[p].bytes.ranks,
+                              (unsigned long long)parts[p].replicated,
+                              (unsigned long long)parts[p].sharded,
+                              (unsigned long long)m.nd);
+            if (m.nd > 100)
+                continue;
+            uint64_t host_sum = 0, staging_sum = 0;
+            for (uint64_t rank = 0; rank < m.nd; rank++) {
+                zero_offload_rank_bytes mine;
+                uint64_t stage2[ZERO_STATE_KINDS];
+                ck_assert_msg(zero_rank_offload_bytes(&model, m.nd, rank,
+                                                      delayed, &mine, error,
+                                                      sizeof error) == 0 &&
+                                  zero_rank_state_bytes(&model, 2, m.nd, rank,
+                                                        stage2, error,
+                                                        sizeof error) == 0,
+                              "%s", error);
+                uint64_t slice = slice_of(m.psi, m.nd, rank);
+                ck_assert_msg(mine.device == m.bytes[0] * m.psi &&
+                                  mine.host_optimizer == m.bytes[2] * slice &&
+                                  mine.host_staging == staging * slice &&
+                                  mine.host == (m.bytes[2] + staging) * slice,
+                              CASE_FMT ", delayed %d, rank %llu (slice %llu): "
+                              "device %llu, host %llu + %llu = %llu",
+                              CASE_ARGS(m, 2), delayed,
+                              (unsigned long long)rank,
+                              (unsigned long long)slice,
+                              (unsigned long long)mine.device,
+                              (unsigned long long)mine.host_optimizer,
+                              (unsigned long long)mine.host_staging,
+                              (unsigned long long)mine.host);
+                ck_assert(mine.device == stage2[ZERO_PARAMETERS] &&
+                          mine.host_optimizer == stage2[ZERO_OPTIMIZER_STATE]);
+                host_sum += mine.host;
+                staging_sum += mine.host_staging;
+            }
+            ck_assert(host_sum == got.host.sharded &&
+                      staging_sum == got.host_staging.sharded);
+        }
+    }
+}
+END_TEST
+
+/* (e) The ZeRO-Offload paper (Ren et al., arXiv 2101.06840): the device
+ * holds 2M bytes of model state for M parameters, and at least 4M bytes
+ * cross the bus each step (2M of gradients down, 2M of parameters up), on
+ * one rank. For Ψ = 7.5B on one device: 15 GB on it; on the host 12·7.5B =
+ * 90 GB of optimizer state and 30 GB staged, 45 GB with the delayed
+ * update. On 64 ranks the host's part divides by 64, the device's does
+ * not. Worked out by hand, in bytes. */
+START_TEST(offload_paper_figures)
+{
+    const struct {
+        uint64_t ranks;
+        bool delayed;
+        uint64_t device, optimizer, staging, host;
+    } cases[] = {
+        { 1, false, 15000000000u, 90000000000u, 30000000000u,
+          120000000000u },
+        { 1, true, 15000000000u, 90000000000u, 45000000000u,
+          135000000000u },
+        { 64, false, 15000000000u, 1406250000u, 468750000u, 1875000000u },
+        { 64, true, 15000000000u, 1406250000u, 703125000u, 2109375000u },
+    };
+    zero_model model = { 7500000000u, 2, 2, 12 };
+    char error[256];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        zero_offload_bytes got;
+        zero_offload_rank_bytes rank0;
+        ck_assert(zero_offload_bytes_per_rank(&model, cases[c].ranks,
+                                              cases[c].delayed, &got, error,
+                                              sizeof error) == 0);
+        ck_assert(zero_rank_offload_bytes(&model, cases[c].ranks, 0,
+                                          cases[c].delayed, &rank0, error,
+                                          sizeof error) == 0);
+        /* 64 divides 7.5B: the rounded and the exact forms agree. */
+        const uint64_t exact[] = {
+            zero_bytes_ceiling(got.device),
+            zero_bytes_ceiling(got.host_optimizer),
+            zero_bytes_ceiling(got.host_staging),
+            zero_bytes_ceiling(got.host),
+        };
+        const uint64_t rounded[] = { rank0.device, rank0.host_optimizer,
+                                     rank0.host_staging, rank0.host };
+        const uint64_t want[] = { cases[c].device, cases[c].optimizer,
+                                  cases[c].staging, cases[c].host };
+        const char *what[] = { "device", "host optimizer", "host staging",
+                               "host" };
+        for (int k = 0; k < 4; k++)
+            ck_assert_msg(exact[k] == want[k] && rounded[k] == want[k],
+                          "7.5B on %llu ranks%s, %s: %llu bytes (rank 0: "
+                          "%llu), the paper's formulas give %llu",
+                          (unsigned long long)cases[c].ranks,
+                          cases[c].delayed ? " with DPU" : "", what[k],
+                          (unsigned long long)exact[k],
+                          (unsigned long long)rounded[k],
+                          (unsigned long long)want[k]);
+    }
+    /* 2M on the device, 4M staged (what crosses), for M from 1 to 10^6. */
+    rng_t rng = rng_seeded(10);
+    for (int k = 0; k < 100; k++) {
+        zero_model mixed = { rng_next_u64(&rng) % 1000000 + 1, 2, 2, 12 };
+        zero_offload_rank_bytes one;
+        ck_assert(zero_rank_offload_bytes(&mixed, 1, 0, false, &one, error,
+                                          sizeof error) == 0);
+        ck_assert(one.device == 2 * mixed.parameters &&
+                  one.host_staging == 4 * mixed.parameters &&
+                  one.host == 16 * mixed.parameters);
+    }
+}
+END_TEST
+
 /* A message is one line that says something. */
 static void expect_refusal(int rc, const char *error, const char *word)
 {
@@ -425,6 +597,30 @@ START_TEST(bad_input_is_refused_with_a_reason)
     ck_assert(zero_bytes_per_rank(&huge, 0, 1, &bytes, error,
                                   sizeof error) == 0 &&
               bytes.replicated == UINT64_MAX - 15);
+    zero_offload_bytes offload;
+    zero_offload_rank_bytes offload_rank;
+    error[0] = '\0';
+    expect_refusal(zero_offload_bytes_per_rank(&model, 0, false, &offload,
+                                               error, sizeof error),
+                   error, "0 ranks");
+    error[0] = '\0';
+    expect_refusal(zero_rank_offload_bytes(&model, 8, 8, true, &offload_rank,
+                                           error, sizeof error), error,
+                   "rank 8");
+    /* 2^60 - 1 parameters: the model's 16 bytes each fit, and so do the
+     * host's 12 + 2 + 2; the delayed update's 12 + 4 + 2 do not. */
+    error[0] = '\0';
+    ck_assert(zero_offload_bytes_per_rank(&huge, 1, false, &offload, error,
+                                          sizeof error) == 0 &&
+              offload.host.sharded == UINT64_MAX - 15);
+    expect_refusal(zero_offload_bytes_per_rank(&huge, 1, true, &offload,
+                                               error, sizeof error),
+                   error, "2^64");
+    huge.parameters++;
+    error[0] = '\0';
+    expect_refusal(zero_offload_bytes_per_rank(&huge, 1, false, &offload,
+                                               error, sizeof error),
+                   error, "2^64");
     ck_assert_str_eq(zero_stage_name(2), "P_os+g");
     ck_assert_str_eq(zero_stage_name(7), "?");
 }
@@ -441,6 +637,10 @@ Suite *lesson_suite(void)
                 "by cell", paper_table_1_and_figure_1_reproduced, 0, 10);
     harness_add(suite, "zero memory: partitioned ranks add up to the totals",
                 partitioned_ranks_add_up_to_the_totals, 0, 10);
+    harness_add(suite, "zero memory: offload's device and host bytes as the "
+                "formulas say", offload_bytes_match_the_formulas, 0, 10);
+    harness_add(suite, "zero memory: offload, the ZeRO-Offload paper's "
+                "figures", offload_paper_figures, 0, 10);
     harness_add(suite, "zero memory: bad input refused with a reason",
                 bad_input_is_refused_with_a_reason, 0, 10);
     return suite;
