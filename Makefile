@@ -108,6 +108,11 @@ include $(foreach lesson,$(LESSONS),lessons/$(lesson)/lesson.mk)
 $(foreach lesson,$(LESSONS),$(if $($(lesson)_TITLE),,$(error lessons/$(lesson)/lesson.mk must set $(lesson)_TITLE (LESSON := $(lesson) first))))
 # Lessons with CUDA sources (lesson.mk's CUDA list) need nvcc to build.
 CUDA_LESSONS  := $(foreach lesson,$(LESSONS),$(if $($(lesson)_CUDA),$(lesson)))
+# A lesson that sets DEVICE_CUDA := yes gets the device layer's cuda backend
+# (common/device_cuda.c, with check_cuda.c and the CUDA runtime) where nvcc
+# is found; it builds without it elsewhere, and there device_open("cuda")
+# says the toolkit was built without nvcc. Other lessons never link cudart.
+device_cuda = $(if $(HAVE_NVCC),$($(1)_DEVICE_CUDA))
 BUILT_LESSONS := $(if $(HAVE_NVCC),$(LESSONS),$(filter-out $(CUDA_LESSONS),$(LESSONS)))
 # A student release (make student-release) has no solutions/.
 HAVE_SOLUTIONS := $(wildcard solutions)
@@ -116,7 +121,7 @@ HAVE_SOLUTIONS := $(wildcard solutions)
 # the tests replace not_done.o with the harness's version, and the
 # communication ledger's MPI_* definitions must win over the MPI library's.
 COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c common/collectives.c common/train.c
-COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c,$(wildcard common/*.c))
+COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c common/device_cuda.c,$(wildcard common/*.c))
 HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o harness/training_reference.o
 COMMON_TESTS   := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
 
@@ -249,7 +254,7 @@ build/$(1)/common/libcommon.a: $(patsubst common/%.c,build/$(1)/common/%.o,$(COM
 	$$(AR) rcs $$@ $$^
 build/$(1)/common/%.o: FILE_FLAGS = $$(OPENMP_FLAGS)
 $(call common_mpi_objects,$(1)): COMPILER = $$(MPI_COMPILER)
-build/$(1)/common/check_cuda.o: FILE_FLAGS += $$(CUDA_CFLAGS)
+build/$(1)/common/check_cuda.o build/$(1)/common/device_cuda.o: FILE_FLAGS += $$(CUDA_CFLAGS)
 build/$(1)/tests/%.o: FILE_FLAGS = $$(OPENMP_FLAGS) $$(CHECK_CFLAGS) -Wno-unused-parameter
 build/$(1)/tests/%.o: INCLUDES = -Itests/harness
 endef
@@ -267,9 +272,16 @@ library_dir = build/$($(1)_LIBRARY)
 # it at once.
 library_parts = $(addprefix build/$(1)/,common/libcommon.a common/not_done.o \
     $(patsubst %.c,%.o,$(COMMON_MPI_SOURCES)) $(if $(filter $(CUDA_LESSONS),$(BUILT_LESSONS)),common/check_cuda.o) \
+    $(if $(foreach lesson,$(BUILT_LESSONS),$(call device_cuda,$(lesson))),common/device_cuda.o common/check_cuda.o) \
     $(addprefix tests/,$(HARNESS_OBJS) harness/producer.o) \
     $(foreach lesson,$(BUILT_LESSONS),tests/test_$(lesson).o $(if $($(lesson)_PRODUCER_OBJS),tests/producer/$(lesson).o)) \
     $(patsubst %.c,%.o,$(wildcard tests/hidden/test_*.c)))
+
+# A lesson's objects of the shared library that use CUDA: check_cuda.o for
+# its CUDA sources or the device's cuda backend, and that backend.
+# $(1): variant, $(2): lesson
+cuda_objects = $(if $(or $($(2)_CUDA),$(call device_cuda,$(2))),$(call library_dir,$(1))/common/check_cuda.o) \
+    $(if $(call device_cuda,$(2)),$(call library_dir,$(1))/common/device_cuda.o)
 
 # A program's objects of earlier lessons (lesson.mk's PROGRAM_EARLIER, as
 # LESSON/OBJECT), and those lessons: their headers are seen, and their
@@ -287,9 +299,9 @@ lesson_link = $(eval $(call link_rule,build/$(1)/$(2)/$(3),\
     $(call submission_stamp,$(1),$(2)) $(foreach lesson,$(call lessons_of,$(6)),$(call submission_stamp,$(1),$(lesson))) \
     $(5) $(addprefix build/$(1)/$(2)/,$(4)) $(addprefix build/$(1)/,$(6)) \
     $(if $(call uses_mpi,$(2),$(4)),$(call common_mpi_objects,$($(1)_LIBRARY))) \
-    $(if $($(2)_CUDA),$(call library_dir,$(1))/common/check_cuda.o) \
+    $(call cuda_objects,$(1),$(2)) \
     $(call library_dir,$(1))/common/not_done.o $(call library_dir,$(1))/common/libcommon.a,\
-    $(if $(call uses_mpi,$(2),$(4)),MPICC,CC),$(if $($(2)_CUDA),CUDA_LIBS)))
+    $(if $(call uses_mpi,$(2),$(4)),MPICC,CC),$(if $(or $($(2)_CUDA),$(call device_cuda,$(2))),CUDA_LIBS)))
 
 # The producer: the student's code the tests run (PRODUCER_OBJS), with the
 # given code that runs it on the tests' inputs (tests/producer/LESSON.c).
@@ -347,6 +359,10 @@ $(foreach variant,$(VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call le
 $(foreach variant,$(OWN_VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_test_rules,$(variant),$(lesson)))))
 
 # ---- 7. The library's tests, the grader's tool, the benchmarks ----------------
+# The device layer's test links its cuda backend in the solution build
+# where nvcc is found (not under the sanitizers, whose shadow memory the
+# CUDA runtime would map over); without a GPU those checks are skipped.
+device_test_cuda = $(if $(and $(HAVE_NVCC),$(filter solution,$(1))),build/$(1)/common/device_cuda.o build/$(1)/common/check_cuda.o)
 # The test programs of the communication ledger and of the collectives (MPI
 # programs the tests launch), and the library's unit tests, which run the
 # given programs (after them).
@@ -357,7 +373,8 @@ PROGRAMS_$(1) += build/$(1)/tests/common/ledger_probe
 $(call link_rule,build/$(1)/tests/common/collectives_probe,build/$(1)/tests/common/collectives_probe.o $(call common_mpi_objects,$(1)) build/$(1)/common/libcommon.a,MPICC,)
 build/$(1)/tests/common/collectives_probe.o: COMPILER = $$(MPI_COMPILER)
 PROGRAMS_$(1) += build/$(1)/tests/common/collectives_probe
-$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe build/$(1)/tests/common/collectives_probe,CC,CHECK_LIBS)))
+$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(if $(filter test_device,$(test)),$(call device_test_cuda,$(1))) $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe build/$(1)/tests/common/collectives_probe,CC,CHECK_LIBS $(if $(and $(filter test_device,$(test)),$(call device_test_cuda,$(1))),CUDA_LIBS))))
+build/$(1)/tests/common/test_device.o: FILE_FLAGS += $(if $(call device_test_cuda,$(1)),-DZZ_DEVICE_CUDA_LINKED=1)
 TESTS_$(1) += $(addprefix build/$(1)/tests/common/,$(COMMON_TESTS))
 endef
 $(foreach variant,$(filter solution sanitize,$(OWN_VARIANTS)),$(eval $(call library_test_rules,$(variant))))

@@ -43,64 +43,107 @@ enum { ALIGNMENT = 64 };
 _Static_assert(sizeof(block_header) <= ALIGNMENT, "header fits its slot");
 
 static size_t current[MEMORY_CATEGORIES], peak[MEMORY_CATEGORIES];
-static size_t current_total, peak_total;
+/* Totals by side: [0] the device's (or the process's, lessons 01-06),
+ * which the cap limits; [1] the host's, beside a device (MEMORY_HOST_*). */
+enum { DEVICE_SIDE, HOST_SIDE, SIDES };
+static size_t current_total[SIDES], peak_total[SIDES];
 static size_t cap = MEMORY_LEDGER_NO_CAP;
 static int cap_rank = -1;
 static char last_error[256];
 
-static const char *const names[MEMORY_CATEGORIES] = {
+static const char *const names[] = {
     "matrix", "vector", "parameters", "gradients", "optimizer",
-    "activations", "other", "gathered", "buckets", "comm"
+    "activations", "other", "gathered", "buckets", "comm",
+    "host_optimizer", "host_staging"
 };
 /* What the error line calls a category's bytes ("12.0 MiB of ..."). */
-static const char *const described[MEMORY_CATEGORIES] = {
+static const char *const described[] = {
     "matrices", "vectors", "parameters", "gradients", "optimizer state",
     "activations", "other data", "gathered parameters", "gradient buckets",
-    "communication buffers"
+    "communication buffers", "optimizer state in host memory",
+    "staging buffers in host memory"
 };
+_Static_assert(sizeof names / sizeof *names == MEMORY_CATEGORIES &&
+               sizeof described / sizeof *described == MEMORY_CATEGORIES,
+               "a name and a description for every category");
 
-/* Writes the refusal into last_error: "rank R: cannot allocate BYTES of
- * CATEGORY: " and `why`. */
-static void refuse(memory_category category, size_t bytes, const char *why)
+bool memory_category_is_host(memory_category category)
 {
-    char asked[32], rank[32] = "";
-    format_bytes((double)bytes, asked, sizeof asked);
+    return category == MEMORY_HOST_OPTIMIZER ||
+           category == MEMORY_HOST_STAGING;
+}
+
+static int side_of(memory_category category)
+{
+    return memory_category_is_host(category) ? HOST_SIDE : DEVICE_SIDE;
+}
+
+/* "rank R: ", or nothing for a process without a rank. */
+static void rank_prefix(char *prefix, size_t len)
+{
+    prefix[0] = '\0';
     if (cap_rank >= 0)
-        snprintf(rank, sizeof rank, "rank %d: ", cap_rank);
-    snprintf(last_error, sizeof last_error, "%scannot allocate %s of %s: %s",
-             rank, asked, described[category], why);
+        snprintf(prefix, len, "rank %d: ", cap_rank);
+}
+
+/* Whether `bytes` more fit under the cap; if not, the refusal goes into
+ * last_error. The host's categories are not the device's: always. */
+static bool fits_cap(memory_category category, size_t bytes)
+{
+    const size_t held = current_total[DEVICE_SIDE];
+    if (side_of(category) == HOST_SIDE ||
+        (held <= cap && bytes <= cap - held))
+        return true;
+    char asked[32], free_now[32], limit[32], rank[32];
+    format_bytes((double)bytes, asked, sizeof asked);
+    format_bytes(held < cap ? (double)(cap - held) : 0.0, free_now,
+                 sizeof free_now);
+    format_bytes((double)cap, limit, sizeof limit);
+    rank_prefix(rank, sizeof rank);
+    snprintf(last_error, sizeof last_error, "%sdevice out of memory: asked "
+             "%s for %s, free %s of %s", rank, asked, described[category],
+             free_now, limit);
+    return false;
+}
+
+static void count(memory_category category, size_t bytes)
+{
+    const int side = side_of(category);
+    current[category] += bytes;
+    if (current[category] > peak[category])
+        peak[category] = current[category];
+    current_total[side] += bytes;
+    if (current_total[side] > peak_total[side])
+        peak_total[side] = current_total[side];
+}
+
+static void uncount(memory_category category, size_t bytes)
+{
+    current[category] -= bytes;
+    current_total[side_of(category)] -= bytes;
 }
 
 void *ledger_alloc(memory_category category, size_t bytes)
 {
     /* The cap first, so that a refused request allocates nothing at all:
-     * a rank over its budget must not even touch the system's memory. */
-    char held[32], why[96];
-    if (current_total > cap || bytes > cap - current_total) {
-        char limit[32];
-        format_bytes((double)current_total, held, sizeof held);
-        format_bytes((double)cap, limit, sizeof limit);
-        snprintf(why, sizeof why, "%s held of a %s cap", held, limit);
-        refuse(category, bytes, why);
+     * a device (or a rank over its budget) must not even touch the
+     * system's memory. */
+    if (!fits_cap(category, bytes))
         return NULL;
-    }
     void *raw = NULL;
     if (bytes > SIZE_MAX - ALIGNMENT ||
         posix_memalign(&raw, ALIGNMENT, ALIGNMENT + bytes) != 0) {
-        format_bytes((double)current_total, held, sizeof held);
+        char held[32], why[64];
+        format_bytes((double)current_total[side_of(category)], held,
+                     sizeof held);
         snprintf(why, sizeof why, "not enough memory (%s held)", held);
-        refuse(category, bytes, why);
+        ledger_refuse_external(category, bytes, why);
         return NULL;
     }
     block_header *header = raw;
     header->bytes = bytes;
     header->category = category;
-    current[category] += bytes;
-    if (current[category] > peak[category])
-        peak[category] = current[category];
-    current_total += bytes;
-    if (current_total > peak_total)
-        peak_total = current_total;
+    count(category, bytes);
     return (char *)raw + ALIGNMENT;
 }
 
@@ -109,9 +152,46 @@ void ledger_free(void *block)
     if (block == NULL)
         return;
     block_header *header = (block_header *)((char *)block - ALIGNMENT);
-    current[header->category] -= header->bytes;
-    current_total -= header->bytes;
+    uncount(header->category, header->bytes);
     free(header);
+}
+
+static const block_header *header_of(const void *block)
+{
+    return (const block_header *)((const char *)block - ALIGNMENT);
+}
+
+size_t ledger_block_bytes(const void *block)
+{
+    return header_of(block)->bytes;
+}
+
+memory_category ledger_block_category(const void *block)
+{
+    return header_of(block)->category;
+}
+
+int ledger_count_external(memory_category category, size_t bytes)
+{
+    if (!fits_cap(category, bytes))
+        return -1;
+    count(category, bytes);
+    return 0;
+}
+
+void ledger_uncount_external(memory_category category, size_t bytes)
+{
+    uncount(category, bytes);
+}
+
+void ledger_refuse_external(memory_category category, size_t bytes,
+                            const char *why)
+{
+    char asked[32], rank[32];
+    format_bytes((double)bytes, asked, sizeof asked);
+    rank_prefix(rank, sizeof rank);
+    snprintf(last_error, sizeof last_error, "%scannot allocate %s of %s: %s",
+             rank, asked, described[category], why);
 }
 
 size_t memory_ledger_current(memory_category category)
@@ -126,12 +206,22 @@ size_t memory_ledger_peak(memory_category category)
 
 size_t memory_ledger_current_total(void)
 {
-    return current_total;
+    return current_total[DEVICE_SIDE];
 }
 
 size_t memory_ledger_peak_total(void)
 {
-    return peak_total;
+    return peak_total[DEVICE_SIDE];
+}
+
+size_t memory_ledger_host_current_total(void)
+{
+    return current_total[HOST_SIDE];
+}
+
+size_t memory_ledger_host_peak_total(void)
+{
+    return peak_total[HOST_SIDE];
 }
 
 void memory_ledger_set_cap(size_t bytes, int rank)
@@ -160,7 +250,10 @@ void memory_ledger_write(FILE *out)
     for (int c = 0; c < MEMORY_CATEGORIES; c++)
         fprintf(out, "memory %s %zu %zu\n",
                 memory_category_name((memory_category)c), current[c], peak[c]);
-    fprintf(out, "memory total %zu %zu\n", current_total, peak_total);
+    fprintf(out, "memory total %zu %zu\n", current_total[DEVICE_SIDE],
+            peak_total[DEVICE_SIDE]);
+    fprintf(out, "memory host_total %zu %zu\n", current_total[HOST_SIDE],
+            peak_total[HOST_SIDE]);
     if (cap != MEMORY_LEDGER_NO_CAP)
         fprintf(out, "memory cap %zu\n", cap);
 }

@@ -159,6 +159,7 @@ run_suite build/sanitize build/sanitize/tests/common/test_library "sanitized com
 run_suite build/sanitize build/sanitize/tests/common/test_bf16 "sanitized common: bf16" solution
 run_suite build/sanitize build/sanitize/tests/common/test_zero_memory "sanitized common: zero_memory" solution
 run_suite build/sanitize build/sanitize/tests/common/test_optimizer "sanitized common: optimizer" solution
+run_suite build/sanitize build/sanitize/tests/common/test_device "sanitized common: device" solution
 for lesson in "$@"; do
     # CUDA maps memory where AddressSanitizer keeps its shadow gap.
     options=$ASAN_OPTIONS

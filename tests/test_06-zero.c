@@ -580,8 +580,8 @@ START_TEST(stage_3_fits_under_a_cap_and_learns)
 END_TEST
 
 /* The same cap refuses stage 0 on every rank: the memory ledger's line,
- * naming the rank, the category, the bytes asked, the bytes held and the
- * cap, once from each rank, and status 2. */
+ * naming the rank, the bytes asked, the category, the bytes still free
+ * and the cap, once from each rank, and status 2. */
 START_TEST(stage_0_refused_under_the_cap)
 {
     run_result r = run_stage(0, 4, &capped_run, cap_flags, NULL, 12);
@@ -595,12 +595,13 @@ START_TEST(stage_0_refused_under_the_cap)
     for (int rank = 0; rank < 4; rank++) {
         char line[96];
         snprintf(line, sizeof line, "train_zero: stage 0 does not fit: rank "
-                 "%d: cannot allocate ", rank);
+                 "%d: device out of memory: asked ", rank);
         ck_assert_msg(harness_occurrences(r.err, line) == 1, "expected "
                       "\"%s...\" once, from rank %d: %s", line, rank, r.err);
     }
-    ck_assert_msg(strstr(r.err, "of a 1.2 MiB cap") != NULL, "the refusal "
-                  "should name the cap: %s", r.err);
+    ck_assert_msg(strstr(r.err, " of 1.2 MiB\n") != NULL, "the refusal "
+                  "should end with the cap, \"free ... of 1.2 MiB\": %s",
+                  r.err);
     run_result_free(&r);
 }
 END_TEST

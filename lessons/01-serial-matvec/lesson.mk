@@ -9,6 +9,9 @@
 #   MPI/OPENMP: sources that need mpicc / OpenMP flags
 #   BENCH_OBJS: solution objects bench/bench_NN.c links; BENCH_MPI: set if it
 #              is an MPI program
+#   DEVICE_CUDA: yes to link the device layer's cuda backend (common/device.h)
+#              where nvcc is found, with the CUDA runtime; without it (or
+#              without nvcc) device_open("cuda") says why it cannot
 LESSON := 01-serial-matvec
 $(LESSON)_TITLE     := 01 serial matvec
 $(LESSON)_EDITED    := matvec.c

@@ -569,7 +569,7 @@ START_TEST(memory_ledger_total_and_its_peak)
 END_TEST
 
 /* Under a cap, an allocation that would pass it fails, allocates nothing,
- * and says who asked for what, holding how much under which cap; exactly
+ * and says who asked for what, with how much free of which cap; exactly
  * the cap is allowed; without a cap the same allocation succeeds. (The
  * large blocks are never written, so they cost address space only.) */
 START_TEST(memory_ledger_cap_refuses_with_a_reason)
@@ -589,9 +589,9 @@ START_TEST(memory_ledger_cap_refuses_with_a_reason)
     ck_assert_msg(optimizer == NULL, "12 MiB more than 100 held passed a "
                   "105 MiB cap");
     ck_assert_uint_eq(memory_ledger_heap_in_use(), heap);
-    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: cannot allocate "
-                     "12.0 MiB of optimizer state: 100.0 MiB held of a "
-                     "105.0 MiB cap");
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: device out of "
+                     "memory: asked 12.0 MiB for optimizer state, free "
+                     "5.0 MiB of 105.0 MiB");
     ck_assert_uint_eq(memory_ledger_current(MEMORY_OPTIMIZER), 0);
     ck_assert_uint_eq(memory_ledger_peak(MEMORY_OPTIMIZER), 0);
     ck_assert_uint_eq(memory_ledger_current_total(), 100 * mib);
@@ -601,9 +601,9 @@ START_TEST(memory_ledger_cap_refuses_with_a_reason)
     ck_assert_msg(comm != NULL, "exactly the cap must be allowed: %s",
                   memory_ledger_last_error());
     ck_assert(ledger_alloc(MEMORY_GATHERED, 1) == NULL);
-    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: cannot allocate "
-                     "1 B of gathered parameters: 105.0 MiB held of a "
-                     "105.0 MiB cap");
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: device out of "
+                     "memory: asked 1 B for gathered parameters, free 0 B of "
+                     "105.0 MiB");
 
     char *text = NULL;
     size_t length = 0;
@@ -620,8 +620,8 @@ START_TEST(memory_ledger_cap_refuses_with_a_reason)
     /* A cap below what is held refuses everything; no cap, nothing. */
     memory_ledger_set_cap(mib, -1);
     ck_assert(ledger_alloc(MEMORY_BUCKETS, 1) == NULL);
-    ck_assert_str_eq(memory_ledger_last_error(), "cannot allocate 1 B of "
-                     "gradient buckets: 105.0 MiB held of a 1.0 MiB cap");
+    ck_assert_str_eq(memory_ledger_last_error(), "device out of memory: "
+                     "asked 1 B for gradient buckets, free 0 B of 1.0 MiB");
     memory_ledger_set_cap(MEMORY_LEDGER_NO_CAP, 2);
     optimizer = ledger_alloc(MEMORY_OPTIMIZER, 12 * mib);
     ck_assert(optimizer != NULL);
@@ -635,6 +635,139 @@ START_TEST(memory_ledger_cap_refuses_with_a_reason)
     ck_assert(ledger_alloc(MEMORY_OTHER, SIZE_MAX) == NULL);
     ck_assert_str_eq(memory_ledger_last_error(), "rank 2: cannot allocate "
                      "16.0 EiB of other data: not enough memory (0 B held)");
+}
+END_TEST
+
+/* Lesson 07's host categories: memory beside the device, counted apart.
+ * The cap (the device's memory) never refuses them, and they are in the
+ * host's totals, never in the device's, so lessons 01-06 read the same
+ * totals as before. */
+START_TEST(memory_ledger_host_categories_are_apart_and_uncapped)
+{
+    const size_t mib = 1024 * 1024;
+    ck_assert_msg(memory_ledger_current_total() == 0 &&
+                  memory_ledger_host_current_total() == 0, "this test needs "
+                  "a fresh ledger (each test runs in a process of its own)");
+    for (int c = 0; c < MEMORY_CATEGORIES; c++) {
+        const memory_category category = (memory_category)c;
+        const bool host = category == MEMORY_HOST_OPTIMIZER ||
+                          category == MEMORY_HOST_STAGING;
+        ck_assert_msg(memory_category_is_host(category) == host, "category "
+                      "%s: memory_category_is_host said %d",
+                      memory_category_name(category), !host);
+        /* Reports write "peak NAME VALUE": a name is one word. */
+        ck_assert_msg(strpbrk(memory_category_name(category), " \t") == NULL,
+                      "category %d's name \"%s\" has a space", c,
+                      memory_category_name(category));
+    }
+    ck_assert_str_eq(memory_category_name(MEMORY_HOST_OPTIMIZER),
+                     "host_optimizer");
+    ck_assert_str_eq(memory_category_name(MEMORY_HOST_STAGING),
+                     "host_staging");
+
+    /* A device of 100 bytes; 3 MiB of host memory beside it. */
+    memory_ledger_set_cap(100, 3);
+    void *master = ledger_alloc(MEMORY_HOST_OPTIMIZER, 2 * mib);
+    void *staging = ledger_alloc(MEMORY_HOST_STAGING, mib);
+    ck_assert_msg(master != NULL && staging != NULL, "the cap refused host "
+                  "memory: %s", memory_ledger_last_error());
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_HOST_OPTIMIZER), 2 * mib);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_HOST_STAGING), mib);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 3 * mib);
+    ck_assert_uint_eq(memory_ledger_host_peak_total(), 3 * mib);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+    ck_assert_uint_eq(memory_ledger_peak_total(), 0);
+
+    /* The device's 100 bytes are all still free: exactly those fit, one
+     * more does not, and the line counts no host byte. */
+    void *parameters = ledger_alloc(MEMORY_PARAMETERS, 100);
+    ck_assert_msg(parameters != NULL, "host memory took the device's room: "
+                  "%s", memory_ledger_last_error());
+    ck_assert(ledger_alloc(MEMORY_GRADIENTS, 1) == NULL);
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 3: device out of "
+                     "memory: asked 1 B for gradients, free 0 B of 100 B");
+    ck_assert_uint_eq(memory_ledger_current_total(), 100);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 3 * mib);
+
+    /* Each side's peak is its own: the host's falls and rises again
+     * without the device's moving. */
+    ledger_free(staging);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 2 * mib);
+    staging = ledger_alloc(MEMORY_HOST_STAGING, 512 * 1024);
+    ck_assert(staging != NULL);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 2 * mib + 512 * 1024);
+    ck_assert_uint_eq(memory_ledger_host_peak_total(), 3 * mib);
+    ck_assert_uint_eq(memory_ledger_peak(MEMORY_HOST_STAGING), mib);
+    ck_assert_uint_eq(memory_ledger_peak_total(), 100);
+
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    ck_assert(out != NULL);
+    memory_ledger_write(out);
+    ck_assert(fclose(out) == 0);
+    char lines[4][96];
+    snprintf(lines[0], sizeof lines[0], "memory host_optimizer %zu %zu\n",
+             2 * mib, 2 * mib);
+    snprintf(lines[1], sizeof lines[1], "memory host_staging %zu %zu\n",
+             (size_t)512 * 1024, mib);
+    snprintf(lines[2], sizeof lines[2], "memory total 100 100\n");
+    snprintf(lines[3], sizeof lines[3], "memory host_total %zu %zu\n",
+             2 * mib + 512 * 1024, 3 * mib);
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(strstr(text, lines[k]) != NULL, "expected \"%.*s\" in "
+                      "what memory_ledger_write wrote:\n%s",
+                      (int)strlen(lines[k]) - 1, lines[k], text);
+    free(text);
+
+    /* What the system cannot give is refused as for any category, naming
+     * the host's bytes held. */
+    ck_assert(ledger_alloc(MEMORY_HOST_STAGING, SIZE_MAX) == NULL);
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 3: cannot allocate "
+                     "16.0 EiB of staging buffers in host memory: not enough "
+                     "memory (2.5 MiB held)");
+
+    ledger_free(master);
+    ledger_free(staging);
+    ledger_free(parameters);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 0);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_HOST_OPTIMIZER), 0);
+}
+END_TEST
+
+/* Memory that lives outside the process (a GPU's, device_cuda.c) is
+ * counted, capped and refused as a block of ledger_alloc's would be; and a
+ * block's own record (what device.h reads) is its size and category. */
+START_TEST(memory_ledger_counts_memory_held_elsewhere)
+{
+    ck_assert_msg(memory_ledger_current_total() == 0, "this test needs a "
+                  "fresh ledger (each test runs in a process of its own)");
+    memory_ledger_set_cap(1000, 0);
+    void *block = ledger_alloc(MEMORY_GATHERED, 300);
+    ck_assert(block != NULL);
+    ck_assert_uint_eq(ledger_block_bytes(block), 300);
+    ck_assert(ledger_block_category(block) == MEMORY_GATHERED);
+    ck_assert(ledger_count_external(MEMORY_PARAMETERS, 700) == 0);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_PARAMETERS), 700);
+    ck_assert_uint_eq(memory_ledger_current_total(), 1000);
+    ck_assert(ledger_count_external(MEMORY_GRADIENTS, 1) == -1);
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 0: device out of "
+                     "memory: asked 1 B for gradients, free 0 B of 1000 B");
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_GRADIENTS), 0);
+    ck_assert(ledger_count_external(MEMORY_HOST_STAGING, 5000) == 0);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 5000);
+    ledger_uncount_external(MEMORY_PARAMETERS, 700);
+    ledger_uncount_external(MEMORY_HOST_STAGING, 5000);
+    ck_assert_uint_eq(memory_ledger_current_total(), 300);
+    ck_assert_uint_eq(memory_ledger_peak_total(), 1000);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 0);
+    ledger_refuse_external(MEMORY_PARAMETERS, 2048, "cudaMalloc: out of "
+                           "memory");
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 0: cannot allocate "
+                     "2.0 KiB of parameters: cudaMalloc: out of memory");
+    ledger_free(block);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
 }
 END_TEST
 
@@ -728,6 +861,12 @@ Suite *lesson_suite(void)
                 "peak", memory_ledger_total_and_its_peak, 0, 10);
     harness_add(suite, "memory ledger: a cap refuses, allocating nothing, "
                 "with a reason", memory_ledger_cap_refuses_with_a_reason, 0,
+                10);
+    harness_add(suite, "memory ledger: lesson 07's host categories, apart "
+                "and never capped",
+                memory_ledger_host_categories_are_apart_and_uncapped, 0, 10);
+    harness_add(suite, "memory ledger: memory held elsewhere, counted and "
+                "capped alike", memory_ledger_counts_memory_held_elsewhere, 0,
                 10);
     harness_add(suite, "kernels: any split of rows gives the same bits",
                 matvec_rows_is_split_invariant_and_right, 0, 10);

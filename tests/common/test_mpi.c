@@ -492,15 +492,18 @@ START_TEST(collectives_exact_on_p_ranks)
             ck_assert_msg(strcmp(line, "0") == 0, "P = 1: no buffer is "
                           "needed, yet: %s", line);
         else {
-            char asked[32], held[32], limit[32];
+            /* Held when the cap is tried: the probe's 4 * TOTAL bytes of
+             * gradients; free: the cap less those, one byte short. */
+            char asked[32], free_bytes[32], limit[32];
             format_bytes(4.0 * (double)(P - 1) * (double)chunk, asked,
                          sizeof asked);
-            format_bytes(4.0 * (double)total, held, sizeof held);
+            format_bytes((double)(cap - 4 * total), free_bytes,
+                         sizeof free_bytes);
             format_bytes((double)cap, limit, sizeof limit);
             snprintf(said, sizeof said, "-1 "
-                     "reduce-scatter: rank %d: cannot allocate %s of "
-                     "communication buffers: %s held of a %s cap", rank,
-                     asked, held, limit);
+                     "reduce-scatter: rank %d: device out of memory: asked "
+                     "%s for communication buffers, free %s of %s", rank,
+                     asked, free_bytes, limit);
             ck_assert_msg(strcmp(line, said) == 0, "P = %d, rank "
                           "%d under the cap said\n  %s\nexpected\n  %s", P,
                           rank, line, said);

@@ -1,0 +1,142 @@
+/* A device: memory of its own, and copies between it and the host, every
+ * byte counted by direction (lesson 07, ZeRO-Offload).
+ *
+ * ZeRO-Offload keeps the model's bf16 parameters on the device, where
+ * forward and backward run, and everything the optimizer needs in the
+ * host's memory, where the CPU updates it. What crosses between the two
+ * each step is the point of the lesson, so every copy goes through here
+ * and is counted.
+ *
+ * Two backends:
+ *   cpu   always there: the device is a capacity-limited arena in this
+ *         process's own memory that behaves like a small GPU. Its
+ *         capacity is the memory ledger's cap (memory_ledger.h): an
+ *         allocation past it fails with the ledger's line, "rank R: device
+ *         out of memory: asked X for CATEGORY, free Y of Z". Kernels are
+ *         the ordinary CPU code, run on device pointers (which are host
+ *         addresses). Copies are real copies; an asynchronous copy lands
+ *         only at its device_wait: until then its destination holds NaN
+ *         (every byte 0xff: a NaN in fp32 and in bf16), so code that reads
+ *         it too early sees NaN instead of a plausible stale value.
+ *   cuda  a GPU, through the CUDA runtime (cudaMalloc, pinned host memory,
+ *         a stream for copies, events to wait on). Opened only where the
+ *         toolkit was built with nvcc and a device is present; otherwise
+ *         device_open says why.
+ *
+ * One device per process (the ledgers are per process too). The counters
+ * and the pending copies are guarded by a lock: a thread may start and
+ * wait for copies while another computes. Allocation is not
+ * (ledger_alloc is not): allocate from one thread. */
+#ifndef ZZ_DEVICE_H
+#define ZZ_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memory_ledger.h"
+
+typedef enum { DEVICE_CPU, DEVICE_CUDA } device_backend;
+
+/* Opens the device: `backend` by name ("cpu" or "cuda"), with `capacity`
+ * bytes of memory (the ledger's cap from now on, on the device's
+ * categories; cuda: at most this much of the GPU's, or
+ * MEMORY_LEDGER_NO_CAP for all of it). `rank`, the MPI rank or -1, is
+ * named in refusals. The traffic counters start at 0. Returns 0, or -1
+ * with one line in `error`: an unknown backend ("unknown backend 'gpu':
+ * say cpu or cuda"), a capacity of 0, a device open already, cuda where
+ * the program was built without it ("cuda: the toolkit was built without
+ * nvcc, ...") or there is no device ("cuda: no CUDA device:
+ * cudaGetDeviceCount: ...").
+ *
+ * The rules below that a correct program cannot break (device memory
+ * from device_alloc only, host memory from device_host_alloc only, a
+ * device open before allocating or copying, no block freed under a
+ * pending copy) are checked: breaking one stops the program with one line
+ * on stderr, "FUNCTION: what was wrong", and exit status 1. */
+int device_open(const char *backend, size_t capacity, int rank, char *error,
+                size_t error_len);
+
+/* Frees nothing the caller allocated, and removes the cap; fails (returns
+ * -1, with a line, the device still open) if copies are still pending,
+ * which would be a bug in the caller. */
+int device_close(char *error, size_t error_len);
+
+device_backend device_backend_in_use(void);
+const char *device_backend_name(void);   /* "cpu", "cuda"; "none" before
+                                            the first device_open */
+size_t device_capacity(void);            /* 0 while none is open */
+
+/* Device memory, `bytes`, counted under `category` (not a MEMORY_HOST_*
+ * one) in the memory ledger (the device's own ledger: its peaks are what
+ * a device holds). NULL with nothing allocated and the reason in
+ * memory_ledger_last_error() when it does not fit. Free with
+ * device_free. */
+void *device_alloc(memory_category category, size_t bytes);
+
+/* A block with a copy still pending into or out of it (any of its bytes)
+ * is not freed: the program stops with a line naming the block and the
+ * copy, "device_free: block 0x... (N bytes) is the destination of a
+ * pending copy of ...", status 1 (the bug the arena exists to catch: a
+ * GPU would copy freed memory). NULL: nothing. */
+void device_free(void *block);
+
+/* Host memory for copies to and from the device (cuda: pinned, which an
+ * asynchronous copy needs; cpu: the ledger's), counted under `category`
+ * (MEMORY_HOST_*, which the cap does not limit). NULL and the ledger's
+ * line when the system has none. Free with device_host_free, which stops
+ * the program as device_free does under a pending copy. */
+void *device_host_alloc(memory_category category, size_t bytes);
+void device_host_free(void *block);
+
+/* Blocking copies: when they return 0, dst holds src's bytes. -1 with a
+ * line in `error`: a NULL pointer, or (cuda) a failed copy. */
+int device_copy_to_device(void *device_dst, const void *host_src,
+                          size_t bytes, char *error, size_t error_len);
+int device_copy_to_host(void *host_dst, const void *device_src,
+                        size_t bytes, char *error, size_t error_len);
+
+/* An asynchronous copy, started by one of the two functions below and
+ * finished by device_wait. The caller owns the struct and keeps it (and
+ * both ends of the copy) alive and unchanged until the wait. */
+typedef struct device_copy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+    int to_device;              /* 1: host to device, 0: device to host */
+    bool pending;
+    void *event;                /* cuda: the event recorded after it */
+    struct device_copy *next;   /* the device's list of pending copies */
+} device_copy;
+
+/* Starts a copy and returns at once; dst is NaN (cpu) or undefined (cuda)
+ * until device_wait(copy). Returns 0, or -1 with a line in `error` and
+ * nothing started (a struct already pending, a NULL pointer). Whether a
+ * struct is pending is the device's list's say, not its own flag: a fresh,
+ * uninitialised struct is not pending. */
+int device_copy_to_device_async(void *device_dst, const void *host_src,
+                                size_t bytes, device_copy *copy,
+                                char *error, size_t error_len);
+int device_copy_to_host_async(void *host_dst, const void *device_src,
+                              size_t bytes, device_copy *copy, char *error,
+                              size_t error_len);
+
+/* Waits until the copy has landed; then dst holds src's bytes as they
+ * were when the copy started (cpu: as they are now; keep src unchanged).
+ * Waiting for a copy that is not pending is an error (-1). */
+int device_wait(device_copy *copy, char *error, size_t error_len);
+
+/* How many copies are pending now. */
+size_t device_pending_copies(void);
+
+/* Bytes copied since the last reset, by direction, counted when each copy
+ * starts (blocking and asynchronous alike), and how many copies. */
+typedef struct {
+    uint64_t to_device, to_host;
+    uint64_t copies_to_device, copies_to_host;
+} device_traffic;
+
+device_traffic device_traffic_total(void);
+void device_traffic_reset(void);
+
+#endif

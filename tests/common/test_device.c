@@ -1,0 +1,786 @@
+/* Unit tests of the device layer's cpu backend (common/device.h): the
+ * capacity is the ledger's cap, copies are real, an asynchronous copy's
+ * destination is NaN until its wait, every byte is counted by direction
+ * (from two threads at once too), and the bugs the arena exists to catch
+ * stop the program with their line. Each test runs in a process of its
+ * own (Check's fork mode), so each opens a fresh device. Every expected
+ * value is exact: copies and counters involve no arithmetic that rounds. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "device.h"
+#include "harness.h"
+#include "memory_ledger.h"
+#include "rng.h"
+
+enum { MIB = 1024 * 1024 };
+
+static void open_cpu(size_t capacity, int rank)
+{
+    char error[256] = "";
+    ck_assert_msg(device_open("cpu", capacity, rank, error, sizeof error) == 0,
+                  "device_open(\"cpu\", %zu, %d) failed: %s", capacity, rank,
+                  error);
+}
+
+/* n random bytes, none 0xff (so that a destination still poisoned can
+ * never match them by chance). */
+static void fill_bytes(unsigned char *bytes, size_t n, uint64_t seed)
+{
+    rng_t rng = rng_seeded(seed);
+    for (size_t k = 0; k < n; k++)
+        bytes[k] = (unsigned char)(rng_next_u64(&rng) % 255);
+}
+
+/* The first byte at which two buffers differ, or n. */
+static size_t first_difference(const void *a, const void *b, size_t n)
+{
+    const unsigned char *x = a, *y = b;
+    for (size_t k = 0; k < n; k++)
+        if (x[k] != y[k])
+            return k;
+    return n;
+}
+
+static void expect_traffic(uint64_t to_device, uint64_t to_host,
+                           uint64_t copies_to_device, uint64_t copies_to_host,
+                           const char *when)
+{
+    device_traffic t = device_traffic_total();
+    ck_assert_msg(t.to_device == to_device && t.to_host == to_host &&
+                  t.copies_to_device == copies_to_device &&
+                  t.copies_to_host == copies_to_host, "%s: traffic %llu B in "
+                  "%llu copies to the device, %llu B in %llu to the host; "
+                  "expected %llu B in %llu and %llu B in %llu", when,
+                  (unsigned long long)t.to_device,
+                  (unsigned long long)t.copies_to_device,
+                  (unsigned long long)t.to_host,
+                  (unsigned long long)t.copies_to_host,
+                  (unsigned long long)to_device,
+                  (unsigned long long)copies_to_device,
+                  (unsigned long long)to_host,
+                  (unsigned long long)copies_to_host);
+}
+
+/* ---- Capacity ---- */
+
+/* The capacity is the ledger's cap: past it, NULL with the ledger's line
+ * and nothing allocated; exactly the capacity fits. (The blocks are never
+ * written: they cost address space only.) */
+START_TEST(allocation_past_the_capacity_is_refused)
+{
+    open_cpu(105 * (size_t)MIB, 2);
+    ck_assert_str_eq(device_backend_name(), "cpu");
+    ck_assert(device_backend_in_use() == DEVICE_CPU);
+    ck_assert_uint_eq(device_capacity(), 105 * (size_t)MIB);
+    ck_assert_uint_eq(memory_ledger_cap(), 105 * (size_t)MIB);
+    void *parameters = device_alloc(MEMORY_PARAMETERS, 100 * (size_t)MIB);
+    ck_assert_msg(parameters != NULL, "%s", memory_ledger_last_error());
+
+    const size_t heap = memory_ledger_heap_in_use();
+    ck_assert_msg(device_alloc(MEMORY_OPTIMIZER, 12 * (size_t)MIB) == NULL,
+                  "12 MiB more than 100 passed a device of 105 MiB");
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: device out of "
+                     "memory: asked 12.0 MiB for optimizer state, free "
+                     "5.0 MiB of 105.0 MiB");
+    ck_assert_uint_eq(memory_ledger_heap_in_use(), heap);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_OPTIMIZER), 0);
+    ck_assert_uint_eq(memory_ledger_current_total(), 100 * (size_t)MIB);
+
+    void *rest = device_alloc(MEMORY_OPTIMIZER, 5 * (size_t)MIB);
+    ck_assert_msg(rest != NULL, "exactly the capacity must fit: %s",
+                  memory_ledger_last_error());
+    ck_assert(device_alloc(MEMORY_GRADIENTS, 1) == NULL);
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 2: device out of "
+                     "memory: asked 1 B for gradients, free 0 B of "
+                     "105.0 MiB");
+    device_free(rest);
+    device_free(parameters);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+    char error[256] = "";
+    ck_assert_msg(device_close(error, sizeof error) == 0, "%s", error);
+    ck_assert_msg(memory_ledger_cap() == MEMORY_LEDGER_NO_CAP, "the cap "
+                  "outlived the device");
+}
+END_TEST
+
+/* Host memory beside the device is not the device's: a device of 1 KiB
+ * takes its whole KiB beside 3 MiB of host memory, and the totals keep
+ * the two apart. */
+START_TEST(host_memory_is_not_capped)
+{
+    open_cpu(1024, -1);
+    void *moments = device_host_alloc(MEMORY_HOST_OPTIMIZER, 2 * (size_t)MIB);
+    void *staging = device_host_alloc(MEMORY_HOST_STAGING, MIB);
+    ck_assert_msg(moments != NULL && staging != NULL, "host memory refused "
+                  "under a device's capacity: %s",
+                  memory_ledger_last_error());
+    void *parameters = device_alloc(MEMORY_PARAMETERS, 1024);
+    ck_assert_msg(parameters != NULL, "host memory took the device's room: "
+                  "%s", memory_ledger_last_error());
+    ck_assert(device_alloc(MEMORY_PARAMETERS, 1) == NULL);
+    ck_assert_str_eq(memory_ledger_last_error(), "device out of memory: "
+                     "asked 1 B for parameters, free 0 B of 1.0 KiB");
+    ck_assert_uint_eq(memory_ledger_current_total(), 1024);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 3 * (size_t)MIB);
+    ck_assert_uint_eq(memory_ledger_current(MEMORY_HOST_OPTIMIZER),
+                      2 * (size_t)MIB);
+    device_host_free(moments);
+    device_host_free(staging);
+    device_free(parameters);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 0);
+    ck_assert_uint_eq(memory_ledger_host_peak_total(), 3 * (size_t)MIB);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+}
+END_TEST
+
+/* ---- Copies ---- */
+
+/* A round trip through the device gives the bytes back, and the device's
+ * block held them in between (on the cpu a device pointer is an address
+ * of this process, so the test can look). Lengths odd and even, one byte
+ * and past a page. */
+START_TEST(blocking_copies_are_real)
+{
+    open_cpu(MIB, -1);
+    static const size_t lengths[] = { 1, 7, 64, 4099, 100000 };
+    uint64_t to_device = 0;
+    int k = 0;
+    for (; k < 5; k++) {
+        const size_t n = lengths[k];
+        unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, n);
+        unsigned char *back = device_host_alloc(MEMORY_HOST_STAGING, n);
+        unsigned char *block = device_alloc(MEMORY_PARAMETERS, n);
+        ck_assert(host != NULL && back != NULL && block != NULL);
+        fill_bytes(host, n, 100 + (uint64_t)k);
+        memset(back, 0, n);
+        char error[256] = "";
+        ck_assert_msg(device_copy_to_device(block, host, n, error,
+                                            sizeof error) == 0, "%s", error);
+        size_t at = first_difference(block, host, n);
+        ck_assert_msg(at == n, "%zu bytes to the device: byte %zu is %d, "
+                      "the host's is %d", n, at, at < n ? block[at] : 0,
+                      at < n ? host[at] : 0);
+        ck_assert_msg(device_copy_to_host(back, block, n, error,
+                                          sizeof error) == 0, "%s", error);
+        at = first_difference(back, host, n);
+        ck_assert_msg(at == n, "%zu bytes there and back: byte %zu is %d, "
+                      "was %d", n, at, at < n ? back[at] : 0,
+                      at < n ? host[at] : 0);
+        to_device += n;
+        device_free(block);
+        device_host_free(back);
+        device_host_free(host);
+    }
+    /* The same bytes went each way, one copy each per length. */
+    expect_traffic(to_device, to_device, (uint64_t)k, (uint64_t)k,
+                   "after five round trips");
+}
+END_TEST
+
+/* A bf16 NaN: exponent all ones, mantissa not zero. */
+static bool bf16_bits_are_nan(uint16_t bits)
+{
+    return (bits & 0x7f80u) == 0x7f80u && (bits & 0x007fu) != 0;
+}
+
+/* An asynchronous copy lands only at its wait: before it, its destination
+ * is NaN as fp32 and as bf16 (every byte 0xff), in either direction; after
+ * it, the source's bytes. The copy is pending in between. */
+START_TEST(async_destination_is_nan_until_the_wait)
+{
+    enum { N = 1000 };
+    open_cpu(MIB, -1);
+    float *weights = device_host_alloc(MEMORY_HOST_STAGING, N * sizeof *weights);
+    uint16_t *gradients = device_alloc(MEMORY_GRADIENTS, N * sizeof *gradients);
+    float *on_device = device_alloc(MEMORY_PARAMETERS, N * sizeof *on_device);
+    uint16_t *on_host = device_host_alloc(MEMORY_HOST_STAGING,
+                                          N * sizeof *on_host);
+    ck_assert(weights != NULL && gradients != NULL && on_device != NULL &&
+              on_host != NULL);
+    rng_t rng = rng_seeded(7);
+    for (int i = 0; i < N; i++) {
+        weights[i] = (float)(4.0 * rng_next_uniform(&rng) - 2.0);
+        /* bf16 bits of finite numbers: sign, exponent 1..254, mantissa. */
+        uint64_t r = rng_next_u64(&rng);
+        gradients[i] = (uint16_t)((r & 0x8000u) |
+                                  (uint16_t)(1 + (r >> 16) % 254) << 7 |
+                                  ((r >> 32) & 0x7fu));
+        on_device[i] = 1.0f;
+        on_host[i] = 0x3f80;   /* 1.0 in bf16 */
+    }
+    char error[256] = "";
+    device_copy up, down;
+    ck_assert_msg(device_copy_to_device_async(on_device, weights,
+                                              N * sizeof *weights, &up,
+                                              error, sizeof error) == 0,
+                  "%s", error);
+    ck_assert_msg(device_copy_to_host_async(on_host, gradients,
+                                            N * sizeof *gradients, &down,
+                                            error, sizeof error) == 0,
+                  "%s", error);
+    ck_assert(up.pending && down.pending);
+    ck_assert_uint_eq(device_pending_copies(), 2);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(isnan(on_device[i]), "fp32 element %d of a copy to "
+                      "the device reads %g before its wait; expected NaN",
+                      i, on_device[i]);
+        ck_assert_msg(bf16_bits_are_nan(on_host[i]), "bf16 element %d of a "
+                      "copy to the host reads 0x%04x before its wait; "
+                      "expected a NaN", i, on_host[i]);
+        uint16_t halves[2];
+        memcpy(halves, &on_device[i], sizeof halves);
+        ck_assert_msg(bf16_bits_are_nan(halves[0]) &&
+                      bf16_bits_are_nan(halves[1]), "element %d read as bf16 "
+                      "is not NaN before the wait", i);
+    }
+    ck_assert_msg(device_wait(&up, error, sizeof error) == 0, "%s", error);
+    ck_assert(!up.pending && down.pending);
+    ck_assert_uint_eq(device_pending_copies(), 1);
+    size_t at = first_difference(on_device, weights, N * sizeof *weights);
+    ck_assert_msg(at == N * sizeof *weights, "after the wait, byte %zu of "
+                  "the copy to the device differs from its source", at);
+    ck_assert_msg(device_wait(&down, error, sizeof error) == 0, "%s", error);
+    ck_assert_uint_eq(device_pending_copies(), 0);
+    at = first_difference(on_host, gradients, N * sizeof *gradients);
+    ck_assert_msg(at == N * sizeof *gradients, "after the wait, byte %zu of "
+                  "the copy to the host differs from its source", at);
+    device_host_free(on_host);
+    device_free(on_device);
+    device_free(gradients);
+    device_host_free(weights);
+    ck_assert_msg(device_close(error, sizeof error) == 0, "%s", error);
+}
+END_TEST
+
+/* Every byte counted by direction, when each copy starts: a pending copy
+ * counts already, its wait adds nothing, a refused copy nothing; the
+ * reset starts again from 0. */
+START_TEST(traffic_is_counted_by_direction)
+{
+    open_cpu(MIB, -1);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 70000);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 70000);
+    ck_assert(host != NULL && block != NULL);
+    memset(host, 1, 70000);
+    expect_traffic(0, 0, 0, 0, "after device_open");
+    char error[256] = "";
+    static const size_t up[] = { 3, 4096, 65536 }, down[] = { 1, 70000 };
+    for (int k = 0; k < 3; k++)
+        ck_assert(device_copy_to_device(block, host, up[k], error,
+                                        sizeof error) == 0);
+    for (int k = 0; k < 2; k++)
+        ck_assert(device_copy_to_host(host, block, down[k], error,
+                                      sizeof error) == 0);
+    expect_traffic(3 + 4096 + 65536, 1 + 70000, 3, 2, "after five blocking "
+                   "copies");
+    device_copy pending;
+    ck_assert(device_copy_to_host_async(host, block, 5000, &pending, error,
+                                        sizeof error) == 0);
+    expect_traffic(3 + 4096 + 65536, 1 + 70000 + 5000, 3, 3, "once a copy "
+                   "of 5000 bytes to the host has started");
+    ck_assert(device_copy_to_device(NULL, host, 10, error, sizeof error)
+              == -1);
+    ck_assert(device_wait(&pending, error, sizeof error) == 0);
+    expect_traffic(3 + 4096 + 65536, 1 + 70000 + 5000, 3, 3, "after its "
+                   "wait and a refused copy");
+    device_traffic_reset();
+    expect_traffic(0, 0, 0, 0, "after device_traffic_reset");
+    ck_assert(device_copy_to_device_async(block, host, 123, &pending, error,
+                                          sizeof error) == 0);
+    ck_assert(device_wait(&pending, error, sizeof error) == 0);
+    expect_traffic(123, 0, 1, 0, "after one copy of 123 bytes");
+    device_free(block);
+    device_host_free(host);
+}
+END_TEST
+
+/* ---- Two threads ---- */
+
+enum { THREAD_ROUNDS = 3000, UP_BYTES = 40, DOWN_BYTES = 24 };
+
+typedef struct {
+    unsigned char *host, *block;    /* this thread's own */
+    atomic_int *ready;
+    char error[256];
+    int failed;
+} copier;
+
+/* Rounds of one blocking copy to the device and one asynchronous copy to
+ * the host, waited for at once: the two threads' calls interleave as
+ * closely as they can. */
+static void *copy_rounds(void *argument)
+{
+    copier *c = argument;
+    atomic_fetch_add(c->ready, 1);
+    while (atomic_load(c->ready) < 2) {
+    }
+    for (int round = 0; round < THREAD_ROUNDS && !c->failed; round++) {
+        device_copy copy;
+        if (device_copy_to_device(c->block, c->host, UP_BYTES, c->error,
+                                  sizeof c->error) != 0 ||
+            device_copy_to_host_async(c->host + UP_BYTES, c->block,
+                                      DOWN_BYTES, &copy, c->error,
+                                      sizeof c->error) != 0 ||
+            device_wait(&copy, c->error, sizeof c->error) != 0)
+            c->failed = 1;
+    }
+    return NULL;
+}
+
+START_TEST(two_threads_keep_the_counters_exact)
+{
+    open_cpu(MIB, -1);
+    atomic_int ready = 0;
+    copier copiers[2];
+    pthread_t threads[2];
+    for (int t = 0; t < 2; t++) {
+        copiers[t] = (copier){ .ready = &ready };
+        copiers[t].host = device_host_alloc(MEMORY_HOST_STAGING, 128);
+        copiers[t].block = device_alloc(MEMORY_PARAMETERS, 128);
+        ck_assert(copiers[t].host != NULL && copiers[t].block != NULL);
+        fill_bytes(copiers[t].host, 128, 20 + (uint64_t)t);
+    }
+    for (int t = 0; t < 2; t++)
+        ck_assert(pthread_create(&threads[t], NULL, copy_rounds,
+                                 &copiers[t]) == 0);
+    for (int t = 0; t < 2; t++) {
+        ck_assert(pthread_join(threads[t], NULL) == 0);
+        ck_assert_msg(!copiers[t].failed, "thread %d: %s", t,
+                      copiers[t].error);
+        /* Each thread's copies landed in its own buffers: the first
+         * DOWN_BYTES of what it sent up came back after them. */
+        size_t at = first_difference(copiers[t].host + UP_BYTES,
+                                     copiers[t].host, DOWN_BYTES);
+        ck_assert_msg(at == DOWN_BYTES, "thread %d: byte %zu of its copy "
+                      "back differs", t, at);
+    }
+    ck_assert_uint_eq(device_pending_copies(), 0);
+    const uint64_t rounds = 2 * (uint64_t)THREAD_ROUNDS;
+    expect_traffic(rounds * UP_BYTES, rounds * DOWN_BYTES, rounds, rounds,
+                   "two threads, 3000 rounds each");
+    for (int t = 0; t < 2; t++) {
+        device_free(copiers[t].block);
+        device_host_free(copiers[t].host);
+    }
+}
+END_TEST
+
+/* ---- Errors that return a line ---- */
+
+START_TEST(open_refuses_with_a_line)
+{
+    char error[256] = "";
+    ck_assert(device_open("gpu", MIB, 0, error, sizeof error) == -1);
+    ck_assert_str_eq(error, "unknown backend 'gpu': say cpu or cuda");
+    ck_assert(device_open("cpu", 0, 0, error, sizeof error) == -1);
+    ck_assert_str_eq(error, "a device of capacity 0 can hold nothing: give "
+                     "it some bytes (MEMORY_LEDGER_NO_CAP for no limit)");
+    ck_assert(device_open(NULL, MIB, 0, error, sizeof error) == -1);
+    ck_assert_str_eq(error, "unknown backend '(none)': say cpu or cuda");
+    ck_assert_msg(device_capacity() == 0 &&
+                  memory_ledger_cap() == MEMORY_LEDGER_NO_CAP, "a refused "
+                  "device_open left a device or a cap");
+    ck_assert(device_close(error, sizeof error) == -1);
+    ck_assert_str_eq(error, "the device is not open");
+    open_cpu(MIB, 0);
+    ck_assert(device_open("cpu", MIB, 0, error, sizeof error) == -1);
+    ck_assert_str_eq(error, "the device is open already (one per process): "
+                     "device_close it first");
+}
+END_TEST
+
+START_TEST(copy_errors_return_a_line_and_start_nothing)
+{
+    open_cpu(MIB, -1);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 256);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 256);
+    ck_assert(host != NULL && block != NULL);
+    fill_bytes(host, 256, 3);
+    char error[256] = "";
+    ck_assert(device_copy_to_device(NULL, host, 8, error, sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_device: a NULL destination");
+    ck_assert(device_copy_to_host(host, NULL, 8, error, sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_host: a NULL source");
+    device_copy copy;
+    ck_assert(device_copy_to_device_async(block, NULL, 8, &copy, error,
+                                          sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_device_async: a NULL source");
+    ck_assert(device_copy_to_host_async(host, block, 8, NULL, error,
+                                        sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_host_async: a NULL device_copy");
+    expect_traffic(0, 0, 0, 0, "after refused copies");
+    ck_assert_uint_eq(device_pending_copies(), 0);
+
+    /* A struct that is pending cannot start another copy: the first one
+     * stays as it was and lands at the wait. */
+    ck_assert(device_copy_to_device_async(block, host, 256, &copy, error,
+                                          sizeof error) == 0);
+    ck_assert(device_copy_to_device_async(block, host + 128, 64, &copy,
+                                          error, sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_device_async: this device_copy "
+                     "is pending already (256 bytes to the device): "
+                     "device_wait for it before starting another with it");
+    ck_assert(device_copy_to_host_async(host, block, 64, &copy, error,
+                                        sizeof error) == -1);
+    ck_assert_uint_eq(device_pending_copies(), 1);
+    expect_traffic(256, 0, 1, 0, "after one copy and two refused");
+    ck_assert(device_wait(&copy, error, sizeof error) == 0);
+    ck_assert_uint_eq(first_difference(block, host, 256), 256);
+
+    ck_assert(device_wait(&copy, error, sizeof error) == -1);
+    ck_assert_str_eq(error, "device_wait: this copy is not pending (never "
+                     "started, or waited for already)");
+    device_copy never_started;
+    memset(&never_started, 0xff, sizeof never_started);  /* pending: true */
+    ck_assert(device_wait(&never_started, error, sizeof error) == -1);
+    ck_assert(device_wait(NULL, error, sizeof error) == -1);
+    ck_assert_str_eq(error, "device_wait: a NULL device_copy");
+    device_free(block);
+    device_host_free(host);
+}
+END_TEST
+
+/* device_close with a copy pending fails and leaves the device open;
+ * after the wait it closes. */
+START_TEST(close_fails_while_copies_are_pending)
+{
+    open_cpu(MIB, -1);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 64);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 64);
+    ck_assert(host != NULL && block != NULL);
+    memset(host, 5, 64);
+    char error[256] = "";
+    device_copy first, second;
+    ck_assert(device_copy_to_device_async(block, host, 64, &first, error,
+                                          sizeof error) == 0);
+    ck_assert(device_copy_to_host_async(host, block, 32, &second, error,
+                                        sizeof error) == 0);
+    ck_assert(device_close(error, sizeof error) == -1);
+    ck_assert_str_eq(error, "2 copies are still pending: device_wait for "
+                     "each before device_close");
+    ck_assert(device_wait(&first, error, sizeof error) == 0);
+    ck_assert(device_close(error, sizeof error) == -1);
+    ck_assert_str_eq(error, "1 copy is still pending: device_wait for each "
+                     "before device_close");
+    ck_assert_msg(device_capacity() == MIB && memory_ledger_cap() == MIB,
+                  "a refused device_close closed the device");
+    ck_assert(device_wait(&second, error, sizeof error) == 0);
+    ck_assert_msg(device_close(error, sizeof error) == 0, "%s", error);
+    ck_assert_uint_eq(device_capacity(), 0);
+    device_free(block);
+    device_host_free(host);
+}
+END_TEST
+
+/* ---- Bugs that stop the program ---- */
+
+/* What a child process that broke a rule did: its exit status (or -1
+ * when a signal ended it), what it wrote on stderr, and the line the
+ * test expected of it. */
+typedef struct {
+    int status;
+    char err[1024];
+    char expected[512];
+} stopped;
+
+/* Runs body in a child whose stderr goes to a pipe; body writes the line
+ * it expects (computed by the test from the addresses it allocated) with
+ * expect() before it breaks the rule. */
+static int expected_fd = -1;
+
+__attribute__((format(printf, 1, 2)))
+static void expect(const char *format, ...)
+{
+    char line[512];
+    va_list arguments;
+    va_start(arguments, format);
+    int length = vsnprintf(line, sizeof line, format, arguments);
+    va_end(arguments);
+    if (length < 0 || length >= (int)sizeof line ||
+        write(expected_fd, line, (size_t)length) != length)
+        _exit(90);
+}
+
+static stopped run_stopping(void (*body)(void))
+{
+    int err_pipe[2], expected_pipe[2];
+    ck_assert(pipe(err_pipe) == 0 && pipe(expected_pipe) == 0);
+    pid_t child = fork();
+    ck_assert(child >= 0);
+    if (child == 0) {
+        close(err_pipe[0]);
+        close(expected_pipe[0]);
+        dup2(err_pipe[1], STDERR_FILENO);
+        expected_fd = expected_pipe[1];
+        body();
+        _exit(0);    /* the rule was not enforced */
+    }
+    close(err_pipe[1]);
+    close(expected_pipe[1]);
+    stopped result = { .status = -1 };
+    const int fds[2] = { err_pipe[0], expected_pipe[0] };
+    char *const into[2] = { result.err, result.expected };
+    const size_t room[2] = { sizeof result.err, sizeof result.expected };
+    for (int k = 0; k < 2; k++) {
+        size_t used = 0;
+        ssize_t got;
+        while (used + 1 < room[k] &&
+               (got = read(fds[k], into[k] + used, room[k] - 1 - used)) > 0)
+            used += (size_t)got;
+        into[k][used] = '\0';
+        close(fds[k]);
+    }
+    int wait_status = 0;
+    ck_assert(waitpid(child, &wait_status, 0) == child);
+    if (WIFEXITED(wait_status))
+        result.status = WEXITSTATUS(wait_status);
+    return result;
+}
+
+static void expect_stopped(const stopped *s, const char *what)
+{
+    ck_assert_msg(s->status == 1, "%s: exit status %d, expected 1 (stderr: "
+                  "%s)", what, s->status, s->err);
+    ck_assert_msg(strcmp(s->err, s->expected) == 0, "%s: stderr said\n  %s"
+                  "expected one line\n  %s", what, s->err, s->expected);
+}
+
+/* A copy of 128 bytes pending into the middle of a block of 1024: freeing
+ * that block stops; freeing another block beside it does not. */
+static void free_the_destination(void)
+{
+    open_cpu(MIB, -1);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 128);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 1024);
+    unsigned char *beside = device_alloc(MEMORY_PARAMETERS, 1024);
+    char error[256];
+    device_copy copy;
+    if (host == NULL || block == NULL || beside == NULL ||
+        device_copy_to_device_async(block + 256, host, 128, &copy, error,
+                                    sizeof error) != 0)
+        _exit(91);
+    device_free(beside);
+    expect("device_free: block %p (%zu bytes) is the destination of a "
+           "pending copy of %zu bytes to the device, from %p to %p: "
+           "device_wait for that copy before freeing it\n", (void *)block,
+           (size_t)1024, (size_t)128, (void *)host, (void *)(block + 256));
+    device_free(block);
+}
+
+START_TEST(freeing_a_block_under_a_pending_copy_stops)
+{
+    stopped s = run_stopping(free_the_destination);
+    expect_stopped(&s, "device_free of a block a pending copy writes");
+}
+END_TEST
+
+/* The same for the host block a pending copy to the device reads. */
+static void free_the_source(void)
+{
+    open_cpu(MIB, 4);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 300);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 300);
+    char error[256];
+    device_copy copy;
+    if (host == NULL || block == NULL ||
+        device_copy_to_device_async(block, host + 299, 1, &copy, error,
+                                    sizeof error) != 0)
+        _exit(91);
+    expect("device_host_free: block %p (%zu bytes) is the source of a "
+           "pending copy of %zu bytes to the device, from %p to %p: "
+           "device_wait for that copy before freeing it\n", (void *)host,
+           (size_t)300, (size_t)1, (void *)(host + 299), (void *)block);
+    device_host_free(host);
+}
+
+START_TEST(freeing_a_source_under_a_pending_copy_stops)
+{
+    stopped s = run_stopping(free_the_source);
+    expect_stopped(&s, "device_host_free of a block a pending copy reads");
+}
+END_TEST
+
+/* After the wait, the same frees go through. */
+START_TEST(freeing_after_the_wait_is_fine)
+{
+    open_cpu(MIB, -1);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 128);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 128);
+    ck_assert(host != NULL && block != NULL);
+    memset(host, 9, 128);
+    char error[256] = "";
+    device_copy copy;
+    ck_assert(device_copy_to_device_async(block, host, 128, &copy, error,
+                                          sizeof error) == 0);
+    ck_assert(device_wait(&copy, error, sizeof error) == 0);
+    device_free(block);
+    device_host_free(host);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 0);
+}
+END_TEST
+
+static void device_memory_in_a_host_category(void)
+{
+    open_cpu(MIB, -1);
+    expect("device_alloc: a host category for device memory: use "
+           "device_host_alloc\n");
+    device_alloc(MEMORY_HOST_STAGING, 16);
+}
+
+static void host_memory_in_a_device_category(void)
+{
+    open_cpu(MIB, -1);
+    expect("device_host_alloc: a device category for host memory: say "
+           "MEMORY_HOST_OPTIMIZER or MEMORY_HOST_STAGING\n");
+    device_host_alloc(MEMORY_OPTIMIZER, 16);
+}
+
+static void allocating_with_no_device(void)
+{
+    expect("device_alloc: the device is not open (device_open first)\n");
+    device_alloc(MEMORY_PARAMETERS, 16);
+}
+
+START_TEST(memory_of_the_wrong_kind_stops)
+{
+    void (*const bodies[])(void) = { device_memory_in_a_host_category,
+                                     host_memory_in_a_device_category,
+                                     allocating_with_no_device };
+    const char *const what[] = { "device_alloc(MEMORY_HOST_STAGING)",
+                                 "device_host_alloc(MEMORY_OPTIMIZER)",
+                                 "device_alloc before device_open" };
+    for (int k = 0; k < 3; k++) {
+        stopped s = run_stopping(bodies[k]);
+        expect_stopped(&s, what[k]);
+    }
+}
+END_TEST
+
+/* ---- The cuda backend ---- */
+
+static bool starts_with(const char *text, const char *start)
+{
+    return strncmp(text, start, strlen(start)) == 0;
+}
+
+/* Where this program has the cuda backend (the Makefile links it where
+ * nvcc is found) and a GPU, the same promises on the GPU: the capacity's
+ * line, real copies (seen through a round trip: the test cannot read GPU
+ * memory), exact counters, the checks on pending copies. Elsewhere
+ * device_open says why not, and the test is skipped with that reason. */
+START_TEST(cuda_backend_keeps_the_same_promises)
+{
+    char error[256] = "";
+    if (device_open("cuda", 64 * (size_t)MIB, 1, error, sizeof error) != 0) {
+#ifdef ZZ_DEVICE_CUDA_LINKED
+        ck_assert_msg(starts_with(error, "cuda: no CUDA device: "), "with "
+                      "its backend linked, device_open(\"cuda\") may fail "
+                      "only for want of a GPU; it said: %s", error);
+#else
+        ck_assert_msg(starts_with(error, "cuda: the toolkit was built "
+                                  "without nvcc"), "without its backend, "
+                      "device_open(\"cuda\") said: %s", error);
+#endif
+        ck_assert_msg(memory_ledger_cap() == MEMORY_LEDGER_NO_CAP &&
+                      device_capacity() == 0, "a refused device_open left "
+                      "a device or a cap");
+        HARNESS_SKIP("the cuda backend: %s", error);
+    }
+    ck_assert_str_eq(device_backend_name(), "cuda");
+    ck_assert(device_backend_in_use() == DEVICE_CUDA);
+    void *most = device_alloc(MEMORY_PARAMETERS, 60 * (size_t)MIB);
+    ck_assert_msg(most != NULL, "%s", memory_ledger_last_error());
+    ck_assert(device_alloc(MEMORY_OPTIMIZER, 5 * (size_t)MIB) == NULL);
+    ck_assert_str_eq(memory_ledger_last_error(), "rank 1: device out of "
+                     "memory: asked 5.0 MiB for optimizer state, free "
+                     "4.0 MiB of 64.0 MiB");
+    device_free(most);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+
+    enum { N = 100003 };
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, N);
+    unsigned char *back = device_host_alloc(MEMORY_HOST_STAGING, N);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, N);
+    unsigned char *other = device_alloc(MEMORY_GRADIENTS, N);
+    ck_assert_msg(host != NULL && back != NULL && block != NULL &&
+                  other != NULL, "%s", memory_ledger_last_error());
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 2 * (size_t)N);
+    ck_assert_uint_eq(memory_ledger_current_total(), 2 * (size_t)N);
+    fill_bytes(host, N, 77);
+    memset(back, 0, N);
+    ck_assert_msg(device_copy_to_device(block, host, N, error,
+                                        sizeof error) == 0, "%s", error);
+    device_copy up, down;
+    ck_assert_msg(device_copy_to_device_async(other, host, N, &up, error,
+                                              sizeof error) == 0, "%s",
+                  error);
+    ck_assert(device_close(error, sizeof error) == -1);
+    ck_assert_msg(device_wait(&up, error, sizeof error) == 0, "%s", error);
+    ck_assert_msg(device_copy_to_host_async(back, other, N, &down, error,
+                                            sizeof error) == 0, "%s", error);
+    ck_assert_msg(device_wait(&down, error, sizeof error) == 0, "%s", error);
+    size_t at = first_difference(back, host, N);
+    ck_assert_msg(at == N, "an async round trip through the GPU: byte %zu "
+                  "differs", at);
+    memset(back, 0, N);
+    ck_assert_msg(device_copy_to_host(back, block, N, error, sizeof error)
+                  == 0, "%s", error);
+    at = first_difference(back, host, N);
+    ck_assert_msg(at == N, "a blocking round trip through the GPU: byte "
+                  "%zu differs", at);
+    expect_traffic(2 * (uint64_t)N, 2 * (uint64_t)N, 2, 2, "two round "
+                   "trips on the GPU");
+    device_free(other);
+    device_free(block);
+    device_host_free(back);
+    device_host_free(host);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+    ck_assert_uint_eq(memory_ledger_host_current_total(), 0);
+    ck_assert_msg(device_close(error, sizeof error) == 0, "%s", error);
+}
+END_TEST
+
+Suite *lesson_suite(void)
+{
+    Suite *suite = suite_create("common: device");
+    harness_add(suite, "device: past the capacity refused, exactly it fits",
+                allocation_past_the_capacity_is_refused, 0, 10);
+    harness_add(suite, "device: host memory is not capped",
+                host_memory_is_not_capped, 0, 10);
+    harness_add(suite, "device: blocking copies are real",
+                blocking_copies_are_real, 0, 10);
+    harness_add(suite, "device: an async copy's destination is NaN until "
+                "its wait", async_destination_is_nan_until_the_wait, 0, 10);
+    harness_add(suite, "device: traffic counted by direction",
+                traffic_is_counted_by_direction, 0, 10);
+    harness_add(suite, "device: two threads keep the counters exact",
+                two_threads_keep_the_counters_exact, 0, 30);
+    harness_add(suite, "device: bad backend, capacity 0: a line",
+                open_refuses_with_a_line, 0, 10);
+    harness_add(suite, "device: copy errors return a line, start nothing",
+                copy_errors_return_a_line_and_start_nothing, 0, 10);
+    harness_add(suite, "device: close fails while copies are pending",
+                close_fails_while_copies_are_pending, 0, 10);
+    harness_add(suite, "device: freeing a copy's destination stops, "
+                "status 1", freeing_a_block_under_a_pending_copy_stops, 0,
+                10);
+    harness_add(suite, "device: freeing a copy's source stops, status 1",
+                freeing_a_source_under_a_pending_copy_stops, 0, 10);
+    harness_add(suite, "device: freeing after the wait is fine",
+                freeing_after_the_wait_is_fine, 0, 10);
+    harness_add(suite, "device: memory of the wrong kind stops, status 1",
+                memory_of_the_wrong_kind_stops, 0, 10);
+    harness_add(suite, "device: the cuda backend keeps the same promises",
+                cuda_backend_keeps_the_same_promises, 0, 30);
+    return suite;
+}
