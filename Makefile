@@ -198,9 +198,11 @@ VARIANTS := $(OWN_VARIANTS) $(if $(GRADE_SRC),$(GRADE_VARIANT))
 #   COMPILER    $(CC), or $(MPICC) for a file that includes mpi.h
 #               (MPI_COMPILER: with MPI_WARNINGS)
 #   FILE_FLAGS  OpenMP's, CUDA's and Check's flags
+#   LESSON_FLAGS  what a lesson's lesson.mk asks for its own C files (its
+#               CFLAGS, such as -fno-math-errno)
 #   INCLUDES    the folders besides common/ that its #includes need
 COMPILER = $(CC)
-COMPILE_C  = $(COMPILER) $(CFLAGS) $(LANG_FLAGS) $($(VARIANT)_FLAGS) $($(VARIANT)_WARNINGS) $(FILE_FLAGS) -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
+COMPILE_C  = $(COMPILER) $(CFLAGS) $(LANG_FLAGS) $($(VARIANT)_FLAGS) $($(VARIANT)_WARNINGS) $(FILE_FLAGS) $(LESSON_FLAGS) -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
 COMPILE_CU = $(NVCC) $(NVCC_FLAGS) -Xcompiler -ffp-contract=off -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
 $(foreach variant,$(VARIANTS),$(eval build/$(variant)/%: VARIANT := $(variant)))
 
@@ -321,6 +323,10 @@ lesson_judge = $(eval $(call link_rule,build/$(1)/tests/test_$(2),\
     | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) $(if $($(2)_PRODUCER_OBJS),producer)),\
     CC,CHECK_LIBS $(if $($(2)_CUDA),CUDA_LIBS)))
 
+# Every object a lesson's programs, producer and benchmark link: those
+# that its CFLAGS apply to are compiled again when lesson.mk changes.
+lesson_objects = $(sort $(foreach program,$($(1)_PROGRAMS),$($(1)_$(program)_OBJS)) $($(1)_PRODUCER_OBJS) $($(1)_BENCH_OBJS))
+
 # $(1): variant, $(2): lesson
 define lesson_rules
 # Its files: its folder's headers, and what lesson.mk asks for each.
@@ -328,6 +334,8 @@ build/$(1)/$(2)/%.o: INCLUDES = -Ilessons/$(2) $(addprefix -Ilessons/,$(call ear
 $(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_MPI))): COMPILER = $$(MPI_COMPILER)
 $(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_OPENMP))): FILE_FLAGS += $$(OPENMP_FLAGS)
 $(if $($(2)_CUDA),build/$(1)/$(2)/%.o: FILE_FLAGS += $$(CUDA_CFLAGS))
+$(if $($(2)_CFLAGS),build/$(1)/$(2)/%.o: LESSON_FLAGS = $($(2)_CFLAGS))
+$(if $($(2)_CFLAGS),$(addprefix build/$(1)/$(2)/,$(call lesson_objects,$(2))): lessons/$(2)/lesson.mk)
 $(if $($(1)_CHECKED),$(eval $(call submission_rules,$(1),$(2))))
 $(foreach program,$($(2)_PROGRAMS),$(call lesson_link,$(1),$(2),$(program),$($(2)_$(program)_OBJS),,$($(2)_$(program)_EARLIER)))
 $(call lesson_producer,$(1),$(2))
@@ -410,7 +418,7 @@ BENCHES := $(if $(HAVE_SOLUTIONS),$(foreach bench,$(patsubst bench/%.c,%,$(wildc
 define bench_rules
 build/bench/$(1): bench/$(1).c $(addprefix build/solution/$(2)/,$($(2)_BENCH_OBJS)) $(if $($(2)_BENCH_MPI),$(call common_mpi_objects,solution)) $(if $($(2)_CUDA),build/solution/common/check_cuda.o) build/solution/common/libcommon.a
 	@mkdir -p $$(@D)
-	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(LANG_FLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $$(BLAS_CFLAGS) $(if $($(2)_CUDA),$$(CUDA_CFLAGS)) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o %.a,$$^) $$(BLAS_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
+	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(LANG_FLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $($(2)_CFLAGS) $$(BLAS_CFLAGS) $(if $($(2)_CUDA),$$(CUDA_CFLAGS)) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o %.a,$$^) $$(BLAS_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 endef
 $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call lesson_of,$(patsubst bench_%,%,$(notdir $(bench)))))))
 

@@ -7,7 +7,8 @@
  * Clang vectorise SGD's loop but not AdamW's under the toolkit's flags:
  * sqrtf may set errno, which a vector square root cannot; -fno-math-errno
  * lifts that, and sqrt is exactly rounded either way, so the results would
- * not change.) */
+ * not change. Lesson 07's files are compiled with it: its lesson.mk's
+ * CFLAGS.) */
 #include "optimizer.h"
 
 #include <math.h>
@@ -27,15 +28,7 @@ void sgd_step(const sgd_config *config, float *params, const float *grads,
     }
 }
 
-/* What one step needs besides the element: the settings and this step's
- * bias corrections. */
-typedef struct {
-    float learning_rate, beta1, beta2, epsilon, weight_decay;
-    float correction1, correction2;
-} adamw_constants;
-
-static adamw_constants adamw_constants_of(const adamw_config *config,
-                                          long step)
+adamw_constants adamw_constants_of(const adamw_config *config, long step)
 {
     adamw_constants c = { config->learning_rate, config->beta1,
                           config->beta2, config->epsilon,

@@ -24,6 +24,18 @@ typedef struct {
     float weight_decay;   /* decoupled (AdamW; Loshchilov and Hutter, 2019) */
 } adamw_config;
 
+/* What one AdamW step needs besides the elements: the settings, and this
+ * step's bias corrections 1 - beta1^step and 1 - beta2^step (computed in
+ * double, rounded once to float). adamw_step and adamw_step_mixed use
+ * exactly these; a faster update that must give the same bits (lesson 07's
+ * CPU Adam) starts from them too, rather than from a copy of the formula. */
+typedef struct {
+    float learning_rate, beta1, beta2, epsilon, weight_decay;
+    float correction1, correction2;
+} adamw_constants;
+
+adamw_constants adamw_constants_of(const adamw_config *config, long step);
+
 /* One AdamW step (Kingma and Ba, 2015, with decoupled weight decay);
  * `step` counts from 1 and sets the bias corrections. m and v are the
  * first and second moments, zero before the first step. */

@@ -8,7 +8,8 @@
 #     the communication ledger does not count; the ledgers; the reference
 #     implementation; loading code; running programs; opening files);
 #   - a raw system call instruction (a way around every rule above);
-#   - an #include of any file but the lesson's and common/'s headers and the
+#   - an #include of any file but the lesson's and common/'s headers (and
+#     an earlier lesson's, where LESSON.txt says include-from) and the
 #     system's (the solutions, the tests), and .incbin or #embed;
 #   - a file that leaves out a function the lesson's symbols file says it
 #     must define ("define" lines): one common/ also has, which the linker
@@ -22,13 +23,14 @@ library=${2:?usage: check-submission.sh LESSON LIBCOMMON OBJECT...}
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-allows=() denies=() reasons=() local_files=() local_globs=()
+allows=() denies=() reasons=() local_files=() local_globs=() include_lessons=()
 defined_files=() defined_symbols=() defined_reasons=()
 while read -r verb first rest; do
     case "$verb" in
         allow) allows+=("$first") ;;
         deny) denies+=("$first"); reasons+=("$rest") ;;
         allow-in) local_files+=("$first"); local_globs+=("${rest%% *}") ;;
+        include-from) include_lessons+=("$first") ;;
         define) defined_files+=("$first"); defined_symbols+=("${rest%% *}")
                 defined_reasons+=("${rest#* }") ;;
     esac
@@ -61,6 +63,11 @@ for object in "$@"; do
         # -MMD leaves the compiler's own headers out; MPI's and CUDA's are
         # under /usr or /opt (or CUDA_HOME).
         real=$(realpath -m "$header")
+        # An earlier lesson's headers, where the lesson builds on it (its
+        # symbols file says include-from LESSON).
+        for earlier in "${include_lessons[@]}"; do
+            [[ $real == "$root/lessons/$earlier/"*.h ]] && continue 2
+        done
         case "$real" in
             "$root/common/"*.h|"$root/lessons/$lesson/"*.h) ;;
             # A CUDA lesson's given device code and templates (.cuh).

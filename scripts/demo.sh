@@ -79,6 +79,12 @@ for stage in 0 1 2 3; do
     run "06 stage $stage" "ZeRO on 2 ranks, ${zero_what[stage]}" \
         env OMP_NUM_THREADS=1 $mpirun_cmd -np 2 $build/06-zero/train_zero --stage $stage
 done
+# Lesson 07: a model whose 16 bytes a parameter (2.6 MB) do not fit a
+# device of 1.1 MB, trained with the optimizer's state on the host.
+# shellcheck disable=SC2086
+run "07 offload" "ZeRO-Offload: a model 2.4x too big for its device, trained" \
+    env OMP_NUM_THREADS=1 $build/07-offload/train_offload --hidden 5 --width 192 \
+    --local-batch 8 --steps 200 --lr 3e-3 --device-memory 1100000
 
 echo "== summary"
 failed=0

@@ -257,7 +257,7 @@ static const struct {
     { "07-offload", "train_offload", { "--backend", "gpu" }, "train_offload: unknown backend 'gpu': say cpu or cuda" },
     { "07-offload", "train_offload", { "--backend", "cuda" }, "train_offload: cuda: " },
     { "07-offload", "train_offload", { "--no-offload", "--dpu=2" }, "train_offload: --dpu delays the host's update: it needs offload" },
-    { "07-offload", "train_offload", { "--device-memory", "1000" }, "train_offload: rank 0: device out of memory: asked " },
+    { "07-offload", "train_offload", { "--device-memory", "1000" }, "train_offload: the activations do not fit the device: rank 0: device out of memory: asked " },
 };
 enum { other_mpi_case_count = sizeof other_mpi_cases / sizeof other_mpi_cases[0] };
 enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };
@@ -407,6 +407,36 @@ START_TEST(find_batch_fits_the_cap)
 }
 END_TEST
 
+/* Lesson 07's driver without offload keeps 16 bytes a parameter on the
+ * device: a device that ZeRO-Offload trains on (lesson 07's tests) refuses
+ * it at once, on every rank, with the device's line naming what did not
+ * fit. 5 hidden layers of 192: Ψ = 162634, 16Ψ = 2.6 MB against 1.1 MB. */
+START_TEST(no_offload_refused_on_a_small_device)
+{
+    char *args[] = { "--hidden", "5", "--width", "192", "--local-batch", "8",
+                     "--device-memory", "1100000", "--no-offload", NULL };
+    run_result r = harness_run_mpi("07-offload", "train_offload", 2, args,
+                                   NULL, 30);
+    ck_assert_msg(!r.timed_out && r.signal == 0, "train_offload "
+                  "--no-offload on a small device: hung or crashed: %s",
+                  r.err);
+    ck_assert_msg(r.exit_status == 2, "train_offload --no-offload on a "
+                  "device of 1100000 bytes: exit status %d, expected 2: %s",
+                  r.exit_status, r.err);
+    for (int rank = 0; rank < 2; rank++) {
+        char line[160];
+        snprintf(line, sizeof line, "train_offload: without offload, the "
+                 "model state does not fit the device: rank %d: device out "
+                 "of memory: asked ", rank);
+        ck_assert_msg(harness_occurrences(r.err, line) == 1, "expected "
+                      "\"%s...\" once, from rank %d: %s", line, rank, r.err);
+    }
+    ck_assert_msg(strstr(r.out, "step ") == NULL, "train_offload "
+                  "--no-offload trained before it was refused: %s", r.out);
+    run_result_free(&r);
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     static char names[case_count][128];
@@ -430,6 +460,9 @@ Suite *lesson_suite(void)
                 pingpong_wrong_rank_count_ends_every_rank, 0, 40);
     harness_add(suite, "pingpong measures latency and bandwidth",
                 pingpong_measures, 0, 40);
+    harness_add(suite, "train_offload --no-offload on a device that offload "
+                "trains on: refused at once on every rank",
+                no_offload_refused_on_a_small_device, 0, 40);
     harness_add(suite, "train_zero --find-batch on 2 ranks: each stage's "
                 "batch is the largest whose bytes fit the cap",
                 find_batch_fits_the_cap, 0, 60);

@@ -1,0 +1,483 @@
+/* Lesson 07's driver: mixed-precision training with ZeRO-Offload. Forward
+ * and backward run on the device (common/device.h: with the cpu backend, a
+ * capacity-limited arena that behaves like a small GPU) on bf16
+ * parameters; your offload.c sends each layer's gradient down as backward
+ * makes it, updates this rank's slice on the host with your CPU Adam, and
+ * sends the new parameters back up. On P ranks it runs on your lesson 06
+ * stage 2. The loop is common/train.h's, shared with lessons 05 and 06.
+ *
+ *   build/student/07-offload/train_offload --device-memory 1500000
+ *   mpirun -np 2 build/student/07-offload/train_offload --dpu 5
+ *   build/student/07-offload/train_offload --no-offload --device-memory 1500000
+ *
+ * --no-offload keeps everything on the device (lesson 06's stage 0, given
+ * code): 16 bytes a parameter, which a small device refuses at once.
+ * With --out, every rank reports to the tests: the parameters, its slice
+ * of the fp32 master weights, the peaks of the device's and the host's
+ * memory by category, the bytes each way across the bus (the device
+ * layer's counters) and over the network (the communication ledger), so
+ * what your code claims plays no part. You do not need to change this
+ * file. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "check_mpi.h"
+#include "cli.h"
+#include "dataset.h"
+#include "device.h"
+#include "matmul.h"
+#include "memory_ledger.h"
+#include "mlp.h"
+#include "offload.h"
+#include "optimizer.h"
+#include "report.h"
+#include "timer.h"
+#include "train.h"
+#include "zero.h"
+
+typedef struct {
+    size_t steps, local_batch, samples, held_out, device_memory, dpu;
+    int hidden, width, features, classes;
+    double learning_rate;
+    uint64_t seed;
+    bool no_offload;
+    const char *backend, *out;
+    int rank, ranks;
+} run_config;
+
+/* Stops every rank with status 2 after rank 0 says why. */
+static _Noreturn void refuse(const run_config *c, const char *why)
+{
+    if (c->rank == 0)
+        fprintf(stderr, "train_offload: %s\n", why);
+    mpi_exit_all(2);
+}
+
+/* ---- The steps of the loop (train.h) ---------------------------------- */
+
+/* Where the time of a step goes, on this rank (seconds, all steps). */
+typedef struct {
+    double forward, backward, update;
+} step_times;
+
+typedef struct {
+    const run_config *config;
+    mlp model;
+    offload_state offload;    /* with offload */
+    zero_state zero;          /* without: lesson 06's stage 0 */
+    size_t heap_baseline, heap_growth;     /* the allocator's bytes */
+    size_t ledger_baseline, ledger_growth; /* the ledgers', device and
+                                              host, at the same moments */
+    size_t peaks[MEMORY_CATEGORIES], device_peak, host_peak;
+    device_traffic traffic;   /* of the training steps */
+    step_times times;
+    float *widened;           /* the parameters, widened for the report */
+} trainer;
+
+/* After each hook: the memory the process's allocator holds beyond what
+ * it held before the state was allocated. A copy allocated outside the
+ * device layer shows here. */
+static void sample_heap(trainer *t)
+{
+    size_t heap = memory_ledger_heap_in_use();
+    if (heap > t->heap_baseline && heap - t->heap_baseline > t->heap_growth)
+        t->heap_growth = heap - t->heap_baseline;
+    size_t held = memory_ledger_current_total() +
+                  memory_ledger_host_current_total();
+    if (held > t->ledger_baseline &&
+        held - t->ledger_baseline > t->ledger_growth)
+        t->ledger_growth = held - t->ledger_baseline;
+}
+
+/* Prints "train_offload: rank R: WHY" and ends the job (every rank). */
+static _Noreturn void fail(const trainer *t, const char *why)
+{
+    char line[512];
+    snprintf(line, sizeof line, "train_offload: rank %d: %s",
+             t->config->rank, why);
+    mpi_abort_exit(line);
+}
+
+/* The device's parameters of layer l. */
+static const bf16 *layer_params(trainer *t, int l)
+{
+    if (t->config->no_offload)
+        return zero_forward_params(&t->zero, l);
+    return t->offload.device_params + t->offload.zero.layers[l].begin;
+}
+
+/* Stops the job when a per-layer step refused. */
+static void layer_step_ok(trainer *t, int result)
+{
+    if (result != 0)
+        fail(t, t->model.error);
+}
+
+static void forward(trainer *t, const float *inputs, size_t batch)
+{
+    layer_step_ok(t, mlp_set_inputs(&t->model, inputs, batch));
+    for (int l = 0; l < t->model.layer_count; l++)
+        layer_step_ok(t, mlp_forward_layer_bf16(&t->model, l,
+                                                layer_params(t, l)));
+}
+
+static float forward_backward(void *context, long step, const float *inputs,
+                              const int *labels, size_t batch)
+{
+    trainer *t = context;
+    if (step == 0)
+        device_traffic_reset();
+    double start = timer_now();
+    forward(t, inputs, batch);
+    float loss = mlp_loss(&t->model, labels, 1, NULL);
+    if (isnan(loss))
+        fail(t, t->model.error[0] ? t->model.error
+                                  : "the loss is NaN: did the update read "
+                                    "gradients before their copy had "
+                                    "landed? (TODOs 4-5: device_wait)");
+    double middle = timer_now();
+    t->times.forward += middle - start;
+    for (int l = t->model.layer_count - 1; l >= 0; l--) {
+        if (t->config->no_offload) {
+            bf16 *grads = NULL;
+            const bf16 *params = zero_backward_params(&t->zero, l, &grads);
+            layer_step_ok(t, mlp_backward_layer_bf16(&t->model, l, params,
+                                                     grads));
+            zero_backward_done(&t->zero, l);
+        } else {
+            bf16 *grads = offload_gradient_bucket(&t->offload, l);
+            layer_step_ok(t, mlp_backward_layer_bf16(&t->model, l,
+                                                     layer_params(t, l),
+                                                     grads));
+            offload_backward_done(&t->offload, l);
+        }
+        sample_heap(t);
+    }
+    t->times.backward += timer_now() - middle;
+    return loss;
+}
+
+static void update(void *context, long step)
+{
+    trainer *t = context;
+    double start = timer_now();
+    if (t->config->no_offload) {
+        zero_reduce(&t->zero);
+        zero_update(&t->zero, step);
+    } else {
+        offload_update(&t->offload, step);
+        /* The last step's delayed update lands before the accuracy. */
+        if (step + 1 == (long)t->config->steps)
+            offload_finish(&t->offload);
+    }
+    t->times.update += timer_now() - start;
+    sample_heap(t);
+    if (step + 1 == (long)t->config->steps) {
+        /* The peaks at the end of the last step, before the accuracy and
+         * the report add anything. */
+        for (int c = 0; c < MEMORY_CATEGORIES; c++)
+            t->peaks[c] = memory_ledger_peak((memory_category)c);
+        t->device_peak = memory_ledger_peak_total();
+        t->host_peak = memory_ledger_host_peak_total();
+        t->traffic = device_traffic_total();
+    }
+}
+
+static size_t classify(void *context, const float *inputs, const int *labels,
+                       size_t batch)
+{
+    trainer *t = context;
+    int correct = 0;
+    forward(t, inputs, batch);
+    if (isnan(mlp_loss(&t->model, labels, 0, &correct)))
+        fail(t, t->model.error);
+    return (size_t)correct;
+}
+
+static size_t parameter_count(const trainer *t)
+{
+    return t->model.parameter_count;
+}
+
+/* Every parameter, read back from the device, widened. */
+static const float *parameters(void *context)
+{
+    trainer *t = context;
+    const size_t count = parameter_count(t);
+    const bf16 *device_params = t->config->no_offload
+                                    ? t->zero.params
+                                    : t->offload.device_params;
+    char error[256] = "";
+    bf16 *host = malloc((count ? count : 1) * sizeof *host);
+    t->widened = malloc((count ? count : 1) * sizeof *t->widened);
+    if (host == NULL || t->widened == NULL ||
+        device_copy_to_host(host, device_params, count * sizeof *host,
+                            error, sizeof error) != 0)
+        fail(t, error[0] ? error : "out of memory for the parameters");
+    bf16_to_floats(t->widened, host, count);
+    free(host);
+    return t->widened;
+}
+
+/* Bytes across the bus a training step, each way. */
+static uint64_t per_step(uint64_t bytes, const run_config *c)
+{
+    return bytes / c->steps;
+}
+
+static void report_lines(void *context, FILE *report)
+{
+    trainer *t = context;
+    const run_config *c = t->config;
+    const zero_state *z = c->no_offload ? &t->zero : &t->offload.zero;
+    fprintf(report, "offload %d\ndpu %zu\nbackend %s\ndevice_memory %zu\n"
+            "model_parameters %zu\nown %zu %zu\nlargest_layer %zu\n"
+            "layers %d\n", c->no_offload ? 0 : 1, c->dpu,
+            device_backend_name(), c->device_memory, z->total,
+            z->own.begin, z->own.end, z->largest_layer, z->layer_count);
+    for (int l = 0; l < z->layer_count; l++)
+        fprintf(report, "layer %d %zu %zu\n", l, z->layers[l].begin,
+                z->layers[l].end);
+    fprintf(report, "to_host %" PRIu64 "\nto_device %" PRIu64 "\n"
+            "copies_to_host %" PRIu64 "\ncopies_to_device %" PRIu64 "\n",
+            t->traffic.to_host, t->traffic.to_device,
+            t->traffic.copies_to_host, t->traffic.copies_to_device);
+    for (int k = 0; k < MEMORY_CATEGORIES; k++)
+        fprintf(report, "peak %s %zu\n",
+                memory_category_name((memory_category)k), t->peaks[k]);
+    fprintf(report, "peak device_total %zu\npeak host_total %zu\n"
+            "ledger_growth %zu\nheap_growth %zu\n", t->device_peak,
+            t->host_peak, t->ledger_growth, t->heap_growth);
+    /* This rank's slice of the fp32 master weights. */
+    const size_t own = z->own.end - z->own.begin;
+    const float *master = c->no_offload ? z->master + z->own.begin
+                                        : t->offload.master;
+    double *values = malloc((own ? own : 1) * sizeof *values);
+    if (values == NULL)
+        fail(t, "out of memory for the report");
+    for (size_t k = 0; k < own; k++)
+        values[k] = master[k];
+    if (report_write_doubles(c->out, "master", z->rank, values, own) != 0)
+        fail(t, "the master weights could not be written");
+    free(values);
+}
+
+static void summary_keys(void *context, FILE *out)
+{
+    const trainer *t = context;
+    fprintf(out, " offload=%d dpu=%zu device_peak_bytes=%zu "
+            "host_peak_bytes=%zu down_bytes_per_step=%" PRIu64
+            " up_bytes_per_step=%" PRIu64, t->config->no_offload ? 0 : 1,
+            t->config->dpu, t->device_peak, t->host_peak,
+            per_step(t->traffic.to_host, t->config),
+            per_step(t->traffic.to_device, t->config));
+}
+
+/* The same samples to every rank for the accuracy (data parallelism shards
+ * the batches, not the data set): rank r takes samples
+ * (step * P + r) * B ... of the training set, wrapping around its end. */
+static void shard(long step, size_t local_batch, int ranks, int rank,
+                  size_t dataset_size, size_t *indices)
+{
+    size_t first = ((size_t)step * (size_t)ranks + (size_t)rank) * local_batch;
+    for (size_t k = 0; k < local_batch; k++)
+        indices[k] = (first + k) % dataset_size;
+}
+
+/* ---- The run ----------------------------------------------------------- */
+
+/* The device, or the reason why not, said once; every rank ends with
+ * status 2 when any could not open it. A cpu device larger than this
+ * machine's memory is a mistake, not a small GPU. */
+static void open_device(const run_config *c)
+{
+    char error[256] = "";
+    int failed = 0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const double physical = pages > 0 && page > 0
+                                ? (double)pages * (double)page : 0;
+    if (strcmp(c->backend, "cpu") == 0 && physical > 0 &&
+        (double)c->device_memory > physical) {
+        snprintf(error, sizeof error, "--device-memory %zu bytes is more "
+                 "than this machine's memory (%.0f bytes): a cpu device "
+                 "plays a small GPU inside it", c->device_memory, physical);
+        failed = 1;
+    } else
+        failed = device_open(c->backend, c->device_memory, c->rank, error,
+                             sizeof error) != 0;
+    mpi_exit_if_any(failed, "train_offload", error);
+}
+
+/* Allocates and fills the state (with offload, or lesson 06's stage 0
+ * without); if the device refuses on any rank, every rank that was
+ * refused says why (its own line: rank, what was asked, what was free)
+ * and all end with status 2. */
+static void allocate_state(const run_config *c, trainer *t)
+{
+    int refused = c->no_offload ? zero_allocate(&t->zero) != 0
+                                : offload_allocate(&t->offload) != 0;
+    int any = refused;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX,
+                            MPI_COMM_WORLD));
+    if (any) {
+        if (refused)
+            fprintf(stderr, "train_offload: %s: %s\n",
+                    c->no_offload ? "without offload, the model state does "
+                                    "not fit the device"
+                                  : "the offloaded state does not fit",
+                    memory_ledger_last_error());
+        mpi_exit_all(2);
+    }
+    if (c->no_offload)
+        zero_initialize(&t->zero, c->seed);
+    else
+        offload_initialize(&t->offload, c->seed);
+}
+
+int main(int argc, char **argv)
+{
+    run_config c = { .steps = 300, .local_batch = 32, .samples = 8192,
+                     .held_out = 2048, .device_memory = (size_t)1 << 30,
+                     .hidden = 2, .width = 128, .features = 64,
+                     .classes = 10, .learning_rate = 1e-3, .seed = 1,
+                     .backend = "cpu" };
+    const cli_option options[] = {
+        { "backend", CLI_STRING, &c.backend, "the device: cpu (an arena "
+          "that behaves like a small GPU) or cuda", 0, 0 },
+        { "device-memory", CLI_SIZE, &c.device_memory, "bytes of device "
+          "memory each rank may hold", 1, 1e15 },
+        { "no-offload", CLI_FLAG, &c.no_offload, "keep the optimizer on the "
+          "device too (16 bytes a parameter)", 0, 0 },
+        { "dpu", CLI_SIZE, &c.dpu, "delayed parameter update after this many "
+          "warm-up steps (TODO 6; 0: none)", 0, 1e7 },
+        { "steps", CLI_SIZE, &c.steps, "training steps", 1, 1e7 },
+        { "local-batch", CLI_SIZE, &c.local_batch, "samples per rank per step",
+          1, 1 << 16 },
+        { "lr", CLI_DOUBLE, &c.learning_rate, "AdamW's learning rate", 1e-9,
+          10 },
+        { "hidden", CLI_INT, &c.hidden, "hidden layers", 0, 64 },
+        { "width", CLI_INT, &c.width, "units per hidden layer", 1, 1 << 14 },
+        { "samples", CLI_SIZE, &c.samples, "generated training samples", 1,
+          1 << 24 },
+        { "held-out", CLI_SIZE, &c.held_out, "generated samples after them, "
+          "for the accuracy", 1, 1 << 24 },
+        { "seed", CLI_SEED, &c.seed, "seed of the model and the data", 0, 0 },
+        { "out", CLI_STRING, &c.out, "folder for the report to the tests",
+          0, 0 },
+    };
+    const cli_spec spec = { "train_offload", "lesson 07: mixed-precision "
+                            "training with ZeRO-Offload", options,
+                            sizeof options / sizeof options[0] };
+    mpi_start_or_exit(&argc, &argv, &spec, &c.rank, &c.ranks);
+    if (c.no_offload && c.dpu > 0)
+        refuse(&c, "--dpu delays the host's update: it needs offload");
+    FILE *report = mpi_report_open_or_exit("train_offload", c.out, c.rank);
+    /* The data first: it lives in the host's memory, outside the device
+     * (made through the ledger a piece at a time, before the cap). */
+    dataset train_set = { 0 }, held = { 0 };
+    train_generate_or_exit("train_offload", c.samples, c.held_out,
+                           c.features, c.classes, c.seed, &train_set, &held);
+    open_device(&c);
+    trainer t = { .config = &c };
+    char error[256];
+    mlp_config shape = { train_set.features, train_set.classes, c.hidden,
+                         c.width, ACTIVATION_RELU };
+    /* The activations are the device's: a device too small even for them
+     * is refused here, with the device's line. */
+    int failed = mlp_create_without_storage(&t.model, &shape, c.local_batch,
+                                            error, sizeof error) != 0;
+    char why[512];
+    snprintf(why, sizeof why, "%s%s", memory_ledger_last_error()[0]
+                                          ? "the activations do not fit the "
+                                            "device: " : "",
+             memory_ledger_last_error()[0] ? memory_ledger_last_error()
+                                           : error);
+    mpi_exit_if_any(failed, "train_offload", why);
+
+    const adamw_config adamw = { (float)c.learning_rate, 0.9f, 0.999f, 1e-8f,
+                                 0.0f };
+    if (c.no_offload)
+        zero_create(&t.zero, 0, false, &t.model, &adamw);
+    else
+        offload_create(&t.offload, &t.model, &adamw, (long)c.steps,
+                       c.dpu > 0 ? (long)c.dpu : -1);
+    /* The OpenMP runtime allocates its own bookkeeping when it first
+     * starts its threads: start them now (a product just large enough to
+     * be shared, common/matmul.c), so that it is in the baseline and not
+     * taken for memory behind the ledgers' backs. */
+    static float warm_a[32 * 33], warm_b[33 * 32], warm_c[32 * 32];
+    matmul_ab(32, 32, 33, warm_a, warm_b, warm_c, 0);
+    t.heap_baseline = memory_ledger_heap_in_use();
+    t.ledger_baseline = memory_ledger_current_total() +
+                        memory_ledger_host_current_total();
+    allocate_state(&c, &t);
+    const zero_state *z = c.no_offload ? &t.zero : &t.offload.zero;
+    if (c.rank == 0)
+        printf("train_offload: %s on %d rank%s x %zu samples a step, %zu "
+               "parameters in %d layers, a %s device of %zu bytes a rank%s\n",
+               c.no_offload ? "everything on the device"
+                            : "ZeRO-Offload (the optimizer on the host)",
+               c.ranks, c.ranks == 1 ? "" : "s", c.local_batch, z->total,
+               z->layer_count, device_backend_name(), c.device_memory,
+               c.dpu > 0 ? ", delayed update after warm-up" : "");
+
+    const train_steps steps = {
+        .context = &t,
+        .shard = shard, .shard_name = "the shard of the batch",
+        .compute = forward_backward,
+        .compute_mark = "forward and backward (offload.c's gradients down)",
+        .synchronise = NULL,
+        .update = update,
+        .update_mark = "offload_update",
+        .classify = classify,
+        .parameters = parameters,
+        .report_lines = report_lines,
+        .summary_keys = summary_keys,
+        .parameter_count = parameter_count(&t),
+        .timed_work = "forward, backward and the update",
+    };
+    const train_setup setup = { c.steps, c.local_batch, &train_set, &held,
+                                c.rank, c.ranks, report, c.out };
+    int status = train_run(&setup, &steps, error, sizeof error);
+    if (status != 0) {
+        fprintf(stderr, "train_offload: %s\n", error);
+        MPI_Abort(MPI_COMM_WORLD, status);
+    }
+    if (c.rank == 0) {
+        printf("rank 0 held at most %zu bytes on the device: parameters "
+               "%zu, buckets %zu, gradients %zu, comm %zu, activations %zu\n",
+               t.device_peak, t.peaks[MEMORY_PARAMETERS],
+               t.peaks[MEMORY_BUCKETS], t.peaks[MEMORY_GRADIENTS],
+               t.peaks[MEMORY_COMM], t.peaks[MEMORY_ACTIVATIONS]);
+        printf("and %zu bytes in host memory: optimizer %zu, staging %zu\n",
+               t.host_peak, t.peaks[MEMORY_HOST_OPTIMIZER],
+               t.peaks[MEMORY_HOST_STAGING]);
+        printf("rank 0 copied %" PRIu64 " bytes a step down and %" PRIu64
+               " up\n", per_step(t.traffic.to_host, &c),
+               per_step(t.traffic.to_device, &c));
+        const double ms = 1e3 / (double)c.steps;
+        printf("rank 0's step: forward %.2f ms, backward and gradients down "
+               "%.2f ms, update %.2f ms\n", t.times.forward * ms,
+               t.times.backward * ms, t.times.update * ms);
+    }
+    free(t.widened);
+    if (c.no_offload)
+        zero_destroy(&t.zero);
+    else
+        offload_destroy(&t.offload);
+    mlp_free(&t.model);
+    train_data_free(&train_set);
+    char close_error[256];
+    if (device_close(close_error, sizeof close_error) != 0)
+        fprintf(stderr, "train_offload: rank %d: %s\n", c.rank, close_error);
+    MPI_CHECK(MPI_Finalize());
+    return 0;
+}

@@ -1,0 +1,1122 @@
+/* Lesson 07's tests. The CPU Adam runs in the lesson's producer
+ * (tests/producer/07-offload.c), never in this program, which computes
+ * every reference itself and decides:
+ *   - cpu_adam_tile (TODO 1) and cpu_adam_update (TODO 2) give, bitwise,
+ *     the master weights, moments and bf16 parameters of common/'s
+ *     adamw_step_mixed, over three steps, for lengths 0, 1, 15, 16, 17 at
+ *     every start 0-15 elements past a 64-byte boundary and 10^7 + 3 at
+ *     one, and write nothing outside their elements;
+ *   - cpu_adam_tile is compiled to vector instructions: this program reads
+ *     the compiled cpu_adam.o (objdump) and looks for packed square roots
+ *     and divisions in it;
+ *   - cpu_adam_update's tiles cover every element once, are at most
+ *     CPU_ADAM_TILE long, hold their final outputs when their callback
+ *     runs, are handed over as they finish (not all at the end), and come
+ *     from two threads that both did real work, as their CPU time shows
+ *     (the producer's given callback measures it).
+ * And training with ZeRO-Offload (TODOs 3-6) under mpirun, on 1 to 4
+ * ranks, against what this program computes itself:
+ *   - the weights: bitwise those of lesson 06's stage 2 at the same P,
+ *     that is of plain data parallelism, simulated here rank by rank
+ *     (tests/harness/training_reference.h); with the delayed parameter
+ *     update, of the same simulation with the same delay;
+ *   - where the memory lives: the device's peak per category (the memory
+ *     ledger, through the device layer) and the host's, per rank, equal
+ *     the lesson's formulas; nothing allocated behind the ledger's back;
+ *   - what crosses the bus: the device layer's counters, 2S bytes down and
+ *     2S up a step per rank (S its slice; 4Ψ in all on one rank);
+ *   - a device too small for 16Ψ: offload trains and learns under it, and
+ *     without offload the run is refused at once with the device's line. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bf16.h"
+#include "cpu_adam.h"
+#include "harness.h"
+#include "mlp.h"
+#include "optimizer.h"
+#include "producer/07-offload.h"
+#include "training_reference.h"
+
+#define LESSON "07-offload"
+
+static const char *const tile_hint =
+    "TODO 1: adamw_element's operations in its order (common/optimizer.c), "
+    "one rounding each, every element of [begin, end) and no other";
+static const char *const update_hint =
+    "TODO 2: tiles that cover [0, count) once each, each updated by "
+    "cpu_adam_tile (TODO 1, whose own tests say whether it is right)";
+
+/* ---- The reference --------------------------------------------------------- */
+
+/* A case's buffers, as the producer's. */
+typedef struct {
+    size_t room;
+    float *master, *m, *v;
+    bf16 *grads, *params;
+} buffers;
+
+static buffers buffers_alloc(size_t room)
+{
+    buffers b = { room, malloc(room * sizeof(float) + 1),
+                  malloc(room * sizeof(float) + 1),
+                  malloc(room * sizeof(float) + 1),
+                  malloc(room * sizeof(bf16) + 1),
+                  malloc(room * sizeof(bf16) + 1) };
+    ck_assert_msg(b.master && b.m && b.v && b.grads && b.params,
+                  "the tests are out of memory");
+    return b;
+}
+
+static void buffers_free(buffers *b)
+{
+    free(b->master);
+    free(b->m);
+    free(b->v);
+    free(b->grads);
+    free(b->params);
+}
+
+/* What CASE_STEPS steps of adamw_step_mixed make of case k's buffers on
+ * elements [offset, offset + n). */
+static void reference_case(int k, size_t offset, buffers *b)
+{
+    const size_t n = case_lengths[k];
+    const uint64_t seed = case_seed(k);
+    case_fill_state(seed, b->room, b->master, b->m, b->v, b->params);
+    for (int step = 1; step <= CASE_STEPS; step++) {
+        case_fill_grads(seed, step, b->room, b->grads);
+        adamw_step_mixed(&case_config, step, b->master + offset,
+                         b->m + offset, b->v + offset, b->grads + offset,
+                         CASE_SCALE, b->params + offset, n);
+    }
+}
+
+/* The first element whose bits differ, or `count`. */
+static size_t first_difference(const void *expected, const void *got,
+                               size_t size, size_t count)
+{
+    const unsigned char *a = expected, *b = got;
+    /* Whole blocks first: ten million elements, compared in a blink. */
+    size_t block = 4096 / size, i = 0;
+    while (i + block <= count &&
+           memcmp(a + i * size, b + i * size, block * size) == 0)
+        i += block;
+    for (; i < count; i++)
+        if (memcmp(a + i * size, b + i * size, size) != 0)
+            return i;
+    return count;
+}
+
+static uint32_t float_bits(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+/* Fails the test at the first element of `name` whose bits differ from
+ * the reference's after `steps` steps: which element, where it is in the
+ * range, expected and got, with their bits. `element_size` is 4 (fp32) or
+ * 2 (bf16). Elements [first, first + n) of the buffer are the range; `what`
+ * says what ran. */
+static void expect_same_bits(const char *name, const void *expected,
+                             const void *got, size_t element_size,
+                             size_t room, size_t first, size_t n, int steps,
+                             const char *what, const char *hint)
+{
+    size_t i = first_difference(expected, got, element_size, room);
+    if (i == room)
+        return;
+    double want, have;
+    unsigned want_bits, have_bits;
+    if (element_size == sizeof(float)) {
+        float a, b;
+        memcpy(&a, (const char *)expected + i * element_size, sizeof a);
+        memcpy(&b, (const char *)got + i * element_size, sizeof b);
+        want = a, have = b;
+        want_bits = float_bits(a), have_bits = float_bits(b);
+    } else {
+        bf16 a, b;
+        memcpy(&a, (const char *)expected + i * element_size, sizeof a);
+        memcpy(&b, (const char *)got + i * element_size, sizeof b);
+        want = bf16_to_float(a), have = bf16_to_float(b);
+        want_bits = a, have_bits = b;
+    }
+    int digits = element_size == sizeof(float) ? 8 : 4;
+    if (i < first || i >= first + n)
+        ck_abort_msg("%s: %s[%zd] (relative to the range's start) is outside "
+                     "the %zu elements updated, and changed: it was %.9g "
+                     "(0x%0*x) and is %.9g (0x%0*x). Hint: %s", what, name,
+                     (ptrdiff_t)i - (ptrdiff_t)first, n, want, digits,
+                     want_bits, have, digits, have_bits, hint);
+    ck_abort_msg("%s: %s[%zu] is %.9g (0x%0*x); adamw_step_mixed gives %.9g "
+                 "(0x%0*x), after %d step%s. Hint: %s", what, name, i - first,
+                 have, digits, have_bits, want, digits, want_bits, steps,
+                 steps == 1 ? "" : "s", hint);
+}
+
+/* Runs the producer's `case_name` with `args` and `env` (may be NULL),
+ * with a time limit a couple of seconds below the test's own, so that an
+ * update that never ends is reported as such; fails the test unless it
+ * ran to its end. */
+static void produce_case(const char *case_name, const char *dir,
+                         const char *args, char *const env[],
+                         double test_timeout_s, const char *what)
+{
+    run_result r = harness_produce(LESSON, case_name, dir, args, env,
+                                   test_timeout_s - 2);
+    harness_expect_success(&r, what);
+    run_result_free(&r);
+}
+
+/* ---- TODO 1 and 2: the same bits as adamw_step_mixed ----------------------- */
+
+enum { EXACT_TIMEOUT_S = 15 };
+
+static char *const two_threads[] = { "OMP_NUM_THREADS=2", NULL };
+
+/* The tiles of one step of update (producer: tiles-o): each non-empty,
+ * at most CPU_ADAM_TILE, inside [0, n), and together every element once;
+ * no tile at all for n = 0. */
+static void expect_tiles_cover(const uint64_t *tiles, size_t count, int step,
+                               size_t n, const char *what)
+{
+    size_t covered = 0, calls = 0;
+    unsigned char *times = calloc(n + 1, 1);
+    ck_assert_msg(times != NULL, "the tests are out of memory");
+    for (size_t t = 0; t < count; t++) {
+        const uint64_t *tile = &tiles[3 * t];
+        if (tile[0] != (uint64_t)step)
+            continue;
+        calls++;
+        uint64_t begin = tile[1], end = tile[2];
+        ck_assert_msg(begin < end && end <= n, "%s, step %d: tile_done was "
+                      "called for [%" PRIu64 ", %" PRIu64 "), which is %s "
+                      "of the %zu elements. Hint: %s", what, step, begin, end,
+                      begin >= end ? "empty: a tile holds at least one"
+                                   : "not inside [0, count)",
+                      n, update_hint);
+        ck_assert_msg(end - begin <= CPU_ADAM_TILE, "%s, step %d: the tile "
+                      "[%" PRIu64 ", %" PRIu64 ") holds %" PRIu64 " elements, "
+                      "more than CPU_ADAM_TILE (%d). Hint: %s", what, step,
+                      begin, end, end - begin, CPU_ADAM_TILE, update_hint);
+        /* Tile k is [k TILE, (k+1) TILE), the last one shorter: the
+         * offload driver keeps one copy up per tile, found by begin / TILE. */
+        const uint64_t expected_end = begin + CPU_ADAM_TILE < n
+                                          ? begin + CPU_ADAM_TILE : n;
+        ck_assert_msg(begin % CPU_ADAM_TILE == 0 && end == expected_end,
+                      "%s, step %d: the tile [%" PRIu64 ", %" PRIu64 ") is "
+                      "not one of the tiles [k CPU_ADAM_TILE, (k+1) "
+                      "CPU_ADAM_TILE) (the last one ending at %zu): the "
+                      "offload driver sends tile k up with copy k. Hint: %s",
+                      what, step, begin, end, n, update_hint);
+        /* (No ck_assert per element: each one costs Check a write to
+         * its pipe.) */
+        for (uint64_t i = begin; i < end; i++) {
+            if (times[i] != 0)
+                ck_abort_msg("%s, step %d: element %" PRIu64 " is in two "
+                             "tiles (tile_done was called for a range that "
+                             "overlaps another, [%" PRIu64 ", %" PRIu64
+                             ")). Hint: %s", what, step, i, begin, end,
+                             update_hint);
+            times[i] = 1;
+        }
+        covered += end - begin;
+    }
+    if (covered != n) {
+        size_t missing = 0;
+        while (missing < n && times[missing])
+            missing++;
+        free(times);
+        ck_abort_msg("%s, step %d: element %zu of %zu is in no tile "
+                     "(tile_done was called %zu time%s). Hint: %s", what,
+                     step, missing, n, calls, calls == 1 ? "" : "s",
+                     n == 0 ? "" : update_hint);
+    }
+    free(times);
+}
+
+/* Case _i: length case_lengths[_i / 2]; even _i cpu_adam_tile, odd
+ * cpu_adam_update. The producer's outputs, for each offset, against the
+ * reference computed here. */
+START_TEST(exact_case)
+{
+    const int k = _i / 2;
+    const bool update = _i % 2 == 1;
+    const size_t n = case_lengths[k];
+    const bool every = n <= CASE_EVERY_OFFSET;
+    const size_t first = every ? 0 : LARGE_OFFSET;
+    const size_t last = every ? CASE_MAX_OFFSET : LARGE_OFFSET;
+    char dir[HARNESS_PATH], args[64], what[192];
+    snprintf(args, sizeof args, "%d %zu %zu", k, first, last);
+    snprintf(what, sizeof what, "%s on %zu element%s, %d steps%s",
+             update ? "cpu_adam_update" : "cpu_adam_tile", n,
+             n == 1 ? "" : "s", CASE_STEPS,
+             update ? " on 2 threads (step 2 with tile_done NULL)" : "");
+    harness_out_dir(dir);
+    produce_case(update ? "update" : "tile", dir, args,
+                 update ? two_threads : NULL, EXACT_TIMEOUT_S, what);
+
+    const size_t room = CASE_ROOM + n + CASE_ROOM;
+    buffers want = buffers_alloc(room), got = buffers_alloc(room);
+    for (size_t o = first; o <= last; o++) {
+        char name[48], where[256];
+        snprintf(where, sizeof where, "%s, starting %zu element%s past a "
+                 "64-byte boundary", what, o, o == 1 ? "" : "s");
+        reference_case(k, o, &want);
+        snprintf(name, sizeof name, "master-%zu", o);
+        harness_read_output(dir, name, got.master, sizeof(float), room);
+        snprintf(name, sizeof name, "m-%zu", o);
+        harness_read_output(dir, name, got.m, sizeof(float), room);
+        snprintf(name, sizeof name, "v-%zu", o);
+        harness_read_output(dir, name, got.v, sizeof(float), room);
+        snprintf(name, sizeof name, "grads-%zu", o);
+        harness_read_output(dir, name, got.grads, sizeof(bf16), room);
+        snprintf(name, sizeof name, "params-%zu", o);
+        harness_read_output(dir, name, got.params, sizeof(bf16), room);
+        const char *hint = update ? update_hint : tile_hint;
+        /* The moments first: the master weight and the parameter follow
+         * from them, so the first of these to differ is nearest the
+         * mistake. */
+        expect_same_bits("m", want.m, got.m, sizeof(float), room, o, n,
+                         CASE_STEPS, where, hint);
+        expect_same_bits("v", want.v, got.v, sizeof(float), room, o, n,
+                         CASE_STEPS, where, hint);
+        expect_same_bits("master", want.master, got.master, sizeof(float),
+                         room, o, n, CASE_STEPS, where, hint);
+        expect_same_bits("params", want.params, got.params, sizeof(bf16),
+                         room, o, n, CASE_STEPS, where, update ? hint
+                         : "TODO 1: the new parameter is bf16_from_float of "
+                           "the new master weight, stored in the same pass");
+        expect_same_bits("grads", want.grads, got.grads, sizeof(bf16), room,
+                         o, n, CASE_STEPS, where, "the gradients are only "
+                         "read");
+        if (update) {
+            snprintf(name, sizeof name, "tiles-%zu", o);
+            char path[HARNESS_PATH + 64];
+            snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+            FILE *file = fopen(path, "rb");
+            ck_assert_msg(file != NULL, "%s: the producer wrote no %s", where,
+                          name);
+            fseek(file, 0, SEEK_END);
+            long bytes = ftell(file);
+            fclose(file);
+            size_t count = (size_t)bytes / (3 * sizeof(uint64_t));
+            uint64_t *tiles = malloc(3 * count * sizeof *tiles + 1);
+            ck_assert_msg(tiles != NULL, "the tests are out of memory");
+            harness_read_output(dir, name, tiles, 3 * sizeof *tiles, count);
+            for (size_t t = 0; t < count; t++)
+                ck_assert_msg(tiles[3 * t] != 2, "%s: tile_done was NULL at "
+                              "step 2, and something was called in its place."
+                              " Hint: %s", where, update_hint);
+            expect_tiles_cover(tiles, count, 1, n, where);
+            expect_tiles_cover(tiles, count, 3, n, where);
+            free(tiles);
+        }
+    }
+    buffers_free(&want);
+    buffers_free(&got);
+    harness_remove_out_dir(dir);
+}
+END_TEST
+
+/* ---- TODO 1: the vector unit ---------------------------------------------- */
+
+/* The instructions of `function` in objdump's text, one line each, into a
+ * fresh string; NULL when the function is not there. */
+static char *function_text(const char *disassembly, const char *function)
+{
+    char header[128];
+    snprintf(header, sizeof header, "<%s>:\n", function);
+    const char *start = strstr(disassembly, header);
+    if (start == NULL)
+        return NULL;
+    start += strlen(header);
+    /* The function ends at the next symbol's header, after a blank line. */
+    const char *end = strstr(start, "\n\n");
+    size_t length = end != NULL ? (size_t)(end - start) : strlen(start);
+    char *text = malloc(length + 1);
+    ck_assert_msg(text != NULL, "the tests are out of memory");
+    memcpy(text, start, length);
+    text[length] = '\0';
+    return text;
+}
+
+/* How many instruction lines of `text` have one of `mnemonics` as their
+ * instruction and an operand holding one of `operands` (NULL-terminated
+ * lists); the widest register seen is noted in `widest` (x86: 'x', 'y',
+ * 'z'; aarch64: 'v', 'z'). */
+static int count_packed(const char *text, const char *const mnemonics[],
+                        const char *const operands[], char *widest)
+{
+    int count = 0;
+    for (const char *line = text; line != NULL && *line != '\0';) {
+        const char *next = strchr(line, '\n');
+        size_t length = next != NULL ? (size_t)(next - line) : strlen(line);
+        char buffer[256];
+        if (length >= sizeof buffer)
+            length = sizeof buffer - 1;
+        memcpy(buffer, line, length);
+        buffer[length] = '\0';
+        /* "  addr:\tmnemonic operands": the instruction after the tab. */
+        char *instruction = strchr(buffer, '\t');
+        if (instruction != NULL) {
+            instruction++;
+            char *space = instruction + strcspn(instruction, " \t");
+            size_t word = (size_t)(space - instruction);
+            for (int k = 0; mnemonics[k] != NULL; k++) {
+                if (strlen(mnemonics[k]) != word ||
+                    strncmp(instruction, mnemonics[k], word) != 0)
+                    continue;
+                for (int o = 0; operands[o] != NULL; o++)
+                    if (strstr(space, operands[o]) != NULL) {
+                        count++;
+                        char kind = operands[o][1] == 'v' ? 'v'
+                                                          : operands[o][1];
+                        if (kind == 'z' || (kind == 'y' && *widest != 'z') ||
+                            (kind == 'x' && *widest == '\0') ||
+                            (kind == 'v' && *widest == '\0'))
+                            *widest = kind;
+                        break;
+                    }
+            }
+        }
+        line = next != NULL ? next + 1 : NULL;
+    }
+    return count;
+}
+
+/* Looks for objdump on PATH. */
+static bool have_objdump(void)
+{
+    const char *path = getenv("PATH");
+    char *copy = strdup(path != NULL ? path : "/usr/bin:/bin");
+    ck_assert(copy != NULL);
+    bool found = false;
+    for (char *dir = strtok(copy, ":"); dir != NULL && !found;
+         dir = strtok(NULL, ":")) {
+        char candidate[HARNESS_PATH];
+        snprintf(candidate, sizeof candidate, "%s/objdump", dir);
+        found = access(candidate, X_OK) == 0;
+    }
+    free(copy);
+    return found;
+}
+
+START_TEST(vector_instructions)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (!have_objdump())
+        HARNESS_SKIP("objdump (GNU binutils) is not installed, so the "
+                     "compiled cpu_adam_tile cannot be read");
+    /* A sanitizer build (make test-full) is compiled at -O1 for the
+     * sanitizers' sake, and its instrumented loops stay scalar: the check
+     * is for the optimised builds. The build folder says how it was made
+     * (flags.txt, beside the lesson's folder). */
+    char flags_path[HARNESS_PATH];
+    snprintf(flags_path, sizeof flags_path, "%s/../flags.txt",
+             harness_program(LESSON, ""));
+    FILE *flags_file = fopen(flags_path, "r");
+    if (flags_file != NULL) {
+        char flags[4096];
+        size_t length = fread(flags, 1, sizeof flags - 1, flags_file);
+        fclose(flags_file);
+        flags[length] = '\0';
+        if (strstr(flags, "-fsanitize") != NULL)
+            HARNESS_SKIP("this build is instrumented by sanitizers, which "
+                         "keep its loops scalar; the optimised builds are "
+                         "checked for vector instructions");
+    }
+    /* harness_program names a file of the lesson's build folder. */
+    char object[HARNESS_PATH];
+    snprintf(object, sizeof object, "%s",
+             harness_program(LESSON, "cpu_adam.o"));
+    ck_assert_msg(access(object, R_OK) == 0, "%s is missing: build the "
+                  "lesson first (make check L=07 does)", object);
+    char *argv[] = { "objdump", "-d", "-r", "--no-show-raw-insn", object,
+                     NULL };
+    run_result r = harness_run(argv, NULL, 20);
+    ck_assert_msg(r.started && !r.timed_out && r.exit_status == 0,
+                  "objdump -d %s failed: %s", object,
+                  r.err != NULL ? r.err : "");
+    char *text = function_text(r.out, "cpu_adam_tile");
+    run_result_free(&r);
+    ck_assert_msg(text != NULL, "cpu_adam.o has no function cpu_adam_tile: "
+                  "it must be defined in cpu_adam.c (TODO 1)");
+    if (strstr(text, "not_done_at") != NULL) {
+        free(text);
+        ck_abort_msg("not started: lessons/" LESSON "/cpu_adam.c: "
+                     "cpu_adam_tile still calls NOT_DONE() (TODO 1)");
+    }
+    char widest = '\0';
+#if defined(__x86_64__)
+    static const char *const sqrts[] = { "sqrtps", "vsqrtps", NULL };
+    static const char *const divisions[] = { "divps", "vdivps", NULL };
+    static const char *const registers[] = { "%zmm", "%ymm", "%xmm", NULL };
+    int sqrt_count = count_packed(text, sqrts, registers, &widest);
+    char ignored = '\0';
+    int division_count = count_packed(text, divisions, registers, &ignored);
+    const char *width = widest == 'z' ? "AVX-512 (zmm, 16 floats)"
+                        : widest == 'y' ? "AVX (ymm, 8 floats)"
+                                        : "SSE (xmm, 4 floats)";
+#else
+    static const char *const sqrts[] = { "fsqrt", NULL };
+    static const char *const divisions[] = { "fdiv", NULL };
+    static const char *const registers[] = { "\tv", " v", "\tz", " z",
+                                             NULL };
+    int sqrt_count = count_packed(text, sqrts, registers, &widest);
+    char ignored = '\0';
+    int division_count = count_packed(text, divisions, registers, &ignored);
+    const char *width = widest == 'z' ? "SVE (z registers)"
+                                      : "NEON (v registers, 4 floats)";
+#endif
+    free(text);
+    ck_assert_msg(sqrt_count > 0 && division_count > 0, "cpu_adam_tile "
+                  "(%s) has %d packed square root%s and %d packed "
+                  "division%s: its loop runs one element at a time, not a "
+                  "vector of them. Hint: TODO 1: #pragma omp simd on the "
+                  "loop; the constants in local variables; no call the "
+                  "compiler cannot inline (sqrtf is fine: lesson.mk gives "
+                  "-fno-math-errno), no if in the loop (a ternary "
+                  "is fine); GCC's -fopt-info-vec-missed and Clang's "
+                  "-Rpass-missed=loop-vectorize say why not", object,
+                  sqrt_count, sqrt_count == 1 ? "" : "s", division_count,
+                  division_count == 1 ? "" : "s");
+    /* Passed: what it found, for the record (make check shows it). */
+    printf("  cpu_adam_tile: %d packed square root%s, %d packed division%s; "
+           "widest: %s\n", sqrt_count, sqrt_count == 1 ? "" : "s",
+           division_count, division_count == 1 ? "" : "s", width);
+#else
+    HARNESS_SKIP("the packed instructions are known here for x86-64 and "
+                 "aarch64 only, not for this machine's architecture");
+#endif
+}
+END_TEST
+
+/* ---- TODO 2: the threads ---------------------------------------------------- */
+
+enum { THREADS_TIMEOUT_S = 20 };
+
+/* For qsort: tile notes by where their tiles begin. */
+static int by_begin(const void *a, const void *b)
+{
+    const tile_note *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* The samples (every SAMPLE_STRIDE-th element) in [begin, end). */
+static uint64_t samples_in(uint64_t begin, uint64_t end)
+{
+    uint64_t s = SAMPLE_STRIDE;
+    return (end + s - 1) / s - (begin + s - 1) / s;
+}
+
+START_TEST(threads_case)
+{
+    const size_t n = THREADS_CASE_LENGTH;
+    char dir[HARNESS_PATH];
+    const char *what = "cpu_adam_update on 2 threads (OMP_NUM_THREADS=2)";
+    static char *env[] = { "OMP_NUM_THREADS=2", "OMP_WAIT_POLICY=passive",
+                           NULL };
+    harness_out_dir(dir);
+    produce_case("threads", dir, NULL, env, THREADS_TIMEOUT_S, what);
+
+    uint64_t count;
+    harness_read_output(dir, "count", &count, sizeof count, 1);
+    ck_assert_msg(count > 0, "%s: tile_done was never called. Hint: TODO 2: "
+                  "call it after each tile", what);
+    ck_assert_msg(count <= TILE_LOG_CAPACITY, "%s: tile_done was called %"
+                  PRIu64 " times, for tiles of %.0f elements on average: "
+                  "far smaller than CPU_ADAM_TILE (%d). Hint: TODO 2: tiles "
+                  "of CPU_ADAM_TILE elements", what, count,
+                  (double)n / (double)count, CPU_ADAM_TILE);
+    tile_note *notes = malloc(count * sizeof *notes);
+    thread_start starts[THREADS_CASE_THREADS];
+    buffers want = buffers_alloc(n), seen = buffers_alloc(n);
+    bf16 *params = malloc(n * sizeof *params);
+    ck_assert_msg(notes != NULL && params != NULL, "the tests are out of "
+                  "memory");
+    harness_read_output(dir, "notes", notes, sizeof *notes, count);
+    harness_read_output(dir, "starts", starts, sizeof starts[0],
+                        THREADS_CASE_THREADS);
+    harness_read_output(dir, "seen-master", seen.master, sizeof(float), n);
+    harness_read_output(dir, "seen-m", seen.m, sizeof(float), n);
+    harness_read_output(dir, "seen-v", seen.v, sizeof(float), n);
+    harness_read_output(dir, "seen-params", seen.params, sizeof(bf16), n);
+    harness_read_output(dir, "params", params, sizeof(bf16), n);
+    harness_remove_out_dir(dir);
+
+    /* Every element in one tile, at most CPU_ADAM_TILE long. */
+    tile_note *sorted = malloc(count * sizeof *sorted);
+    ck_assert_msg(sorted != NULL, "the tests are out of memory");
+    memcpy(sorted, notes, count * sizeof *sorted);
+    qsort(sorted, count, sizeof *sorted, by_begin);
+    /* (Checked with if, not ck_assert: each ck_assert costs Check a write
+     * to its pipe, and there may be tens of thousands of tiles.) */
+    uint64_t expected_begin = 0;
+    for (uint64_t k = 0; k < count; k++) {
+        const tile_note *tile = &sorted[k];
+        if (tile->begin < expected_begin)
+            ck_abort_msg("%s: element %" PRIu64 " is in two tiles "
+                         "(tile_done was called for [%" PRIu64 ", %" PRIu64
+                         ") and for a tile before it that ends at %" PRIu64
+                         "). Hint: %s", what, tile->begin, tile->begin,
+                         tile->end, expected_begin, update_hint);
+        if (tile->begin > expected_begin)
+            ck_abort_msg("%s: elements [%" PRIu64 ", %" PRIu64 ") are in no "
+                         "tile (tile_done was never called for them). Hint: "
+                         "%s", what, expected_begin, tile->begin,
+                         update_hint);
+        if (tile->end <= tile->begin || tile->end > n)
+            ck_abort_msg("%s: tile_done was called for [%" PRIu64 ", %"
+                         PRIu64 "), which is %s. Hint: %s", what,
+                         tile->begin, tile->end, tile->end <= tile->begin
+                         ? "empty" : "beyond the last element",
+                         update_hint);
+        if (tile->end - tile->begin > CPU_ADAM_TILE)
+            ck_abort_msg("%s: the tile [%" PRIu64 ", %" PRIu64 ") holds %"
+                         PRIu64 " elements, more than CPU_ADAM_TILE (%d). "
+                         "Hint: %s", what, tile->begin, tile->end,
+                         tile->end - tile->begin, CPU_ADAM_TILE,
+                         update_hint);
+        expected_begin = tile->end;
+    }
+    free(sorted);
+    ck_assert_msg(expected_begin == n, "%s: elements [%" PRIu64 ", %zu) are "
+                  "in no tile (tile_done was never called for them). Hint: "
+                  "%s", what, expected_begin, n, update_hint);
+
+    /* Handed over as they finish. In the order the callbacks began, each
+     * saw how many sampled parameters had been written, and how many
+     * callbacks had begun by the end of its look. Besides the tiles of
+     * those callbacks, a thread can have written at most the tile it is
+     * working on, or the one it has just finished and not yet handed
+     * over: some tiles, never all of them. */
+    uint64_t *handed = calloc(count + 1, sizeof *handed);
+    ck_assert(handed != NULL);
+    for (uint64_t k = 0; k < count; k++) {
+        if (notes[k].order != k)
+            ck_abort_msg("the producer's notes are out of order");
+        handed[k + 1] = handed[k] + samples_in(notes[k].begin,
+                                               notes[k].end);
+    }
+    const uint64_t slack = 2 * THREADS_CASE_THREADS *
+                           (CPU_ADAM_TILE / SAMPLE_STRIDE + 1);
+    for (uint64_t k = 0; k < count; k++) {
+        uint64_t after = notes[k].begun_after < count ? notes[k].begun_after
+                                                      : count;
+        uint64_t early = notes[k].written_samples > handed[after]
+                         ? notes[k].written_samples - handed[after] : 0;
+        if (early > slack)
+            ck_abort_msg("%s: when tile_done was called for [%" PRIu64 ", %"
+                         PRIu64 ") (call %" PRIu64 " of %" PRIu64 "), about "
+                         "%" PRIu64 " parameters were already written that "
+                         "no call had handed over yet: the tiles are handed "
+                         "over long after they are done. Hint: TODO 2: call "
+                         "tile_done right after each tile, in the loop, not "
+                         "in a second pass", what, notes[k].begin,
+                         notes[k].end, k + 1, count, early * SAMPLE_STRIDE);
+    }
+    free(handed);
+
+    /* What the driver would have copied at each callback: the final,
+     * right values. */
+    case_fill_state(THREADS_CASE_SEED, n, want.master, want.m, want.v, NULL);
+    case_fill_grads(THREADS_CASE_SEED, 1, n, want.grads);
+    adamw_step_mixed(&case_config, 1, want.master, want.m, want.v,
+                     want.grads, CASE_SCALE, want.params, n);
+    char where[160];
+    snprintf(where, sizeof where, "%s, when tile_done was called for its "
+             "tile", what);
+    const char *final_hint = "TODO 2: call tile_done after the tile is "
+                             "updated, never before; cpu_adam_tile (TODO 1) "
+                             "must be right too";
+    expect_same_bits("m", want.m, seen.m, sizeof(float), n, 0, n, 1, where,
+                     final_hint);
+    expect_same_bits("v", want.v, seen.v, sizeof(float), n, 0, n, 1, where,
+                     final_hint);
+    expect_same_bits("master", want.master, seen.master, sizeof(float), n, 0,
+                     n, 1, where, final_hint);
+    expect_same_bits("params", want.params, seen.params, sizeof(bf16), n, 0,
+                     n, 1, where, final_hint);
+    expect_same_bits("params", want.params, params, sizeof(bf16), n, 0, n, 1,
+                     "cpu_adam_update, when it returned", "TODO 2: each "
+                     "element is updated once, in its tile");
+
+    /* Who worked: each thread's CPU time from before the update to the
+     * start of its last callback, less the producer's own work in its
+     * earlier callbacks (the copy and the look, timed apart). With
+     * OMP_WAIT_POLICY=passive a waiting thread sleeps: a thread that only
+     * called tile_done, for work another thread did, has next to none. */
+    enum { MAX_SEEN = 64 };
+    struct {
+        int64_t id;
+        int omp;
+        uint64_t tiles, elements, before_ns, last_in_ns, work_ns;
+    } seen_threads[MAX_SEEN];
+    int threads = 0;
+    for (uint64_t k = 0; k < count; k++) {
+        int t = 0;
+        while (t < threads && seen_threads[t].id != notes[k].system_thread)
+            t++;
+        if (t == threads) {
+            ck_assert_msg(threads < MAX_SEEN, "%s: tile_done was called from "
+                          "more than %d threads; 2 were asked for. Hint: "
+                          "TODO 2: one parallel region, with the threads "
+                          "OpenMP gives it", what, MAX_SEEN);
+            /* A thread the producer's region did not have started within
+             * the update: all its time counts. */
+            uint64_t before = 0;
+            for (int s = 0; s < THREADS_CASE_THREADS; s++)
+                if (starts[s].system_thread == notes[k].system_thread)
+                    before = starts[s].cpu_ns;
+            seen_threads[t].id = notes[k].system_thread;
+            seen_threads[t].omp = (int)notes[k].omp_thread;
+            seen_threads[t].tiles = seen_threads[t].elements = 0;
+            seen_threads[t].before_ns = before;
+            seen_threads[t].last_in_ns = 0;
+            threads++;
+        }
+        seen_threads[t].tiles++;
+        seen_threads[t].elements += notes[k].end - notes[k].begin;
+        if (notes[k].cpu_in_ns > seen_threads[t].last_in_ns)
+            seen_threads[t].last_in_ns = notes[k].cpu_in_ns;
+    }
+    char summary[512] = "";
+    uint64_t total_ns = 0;
+    for (int t = 0; t < threads; t++) {
+        uint64_t spent = seen_threads[t].last_in_ns - seen_threads[t].before_ns;
+        uint64_t producer = 0;
+        for (uint64_t k = 0; k < count; k++)
+            if (notes[k].system_thread == seen_threads[t].id &&
+                notes[k].cpu_in_ns < seen_threads[t].last_in_ns)
+                producer += notes[k].cpu_out_ns - notes[k].cpu_in_ns;
+        seen_threads[t].work_ns = spent > producer ? spent - producer : 0;
+        total_ns += seen_threads[t].work_ns;
+        size_t used = strlen(summary);
+        snprintf(summary + used, sizeof summary - used, "%sOpenMP thread %d: "
+                 "%" PRIu64 " tiles, %" PRIu64 " elements, %.1f ms of CPU",
+                 t ? "; " : "", seen_threads[t].omp, seen_threads[t].tiles,
+                 seen_threads[t].elements, seen_threads[t].work_ns / 1e6);
+    }
+    ck_assert_msg(threads >= THREADS_CASE_THREADS, "%s: every tile_done "
+                  "came from one thread (%s). Hint: TODO 2: the tiles go "
+                  "to the threads of a parallel region (#pragma omp "
+                  "parallel for), each tile's tile_done from the thread "
+                  "that updated it", what, summary);
+    int working = 0;
+    for (int t = 0; t < threads; t++)
+        working += seen_threads[t].work_ns * 10 >= total_ns;
+    ck_assert_msg(working >= THREADS_CASE_THREADS, "%s: tile_done came from "
+                  "%d threads, but fewer did the work (%s; a thread that did "
+                  "a fair share has at least a tenth of the CPU time). "
+                  "Hint: TODO 2: each thread updates its own tiles and "
+                  "hands over those, and only those", what, threads,
+                  summary);
+    printf("  cpu_adam_update: %s\n", summary);
+    free(notes);
+    free(params);
+    buffers_free(&want);
+    buffers_free(&seen);
+}
+END_TEST
+
+/* ---- The runs ---- */
+
+/* The tests' model and run, lesson 06's: 3 hidden layers of 149 (Ψ =
+ * 55885, not a multiple of 2, 3 or 4, so the slices differ by one
+ * element; the layers cross the slices' edges), 3 steps of 4 samples a
+ * rank from 40 samples, 8 held out. */
+static const run_shape test_run = { 3, 149, 3, 4, 40, 8, 1e-3 };
+/* For the delayed update: 6 steps, the delay from step 2 on, so that
+ * steps 3-5 take their gradients on parameters one update old. */
+static const run_shape delayed_run = { 3, 149, 6, 4, 40, 8, 1e-3 };
+enum { DELAY_FROM = 2 };
+
+/* Runs the driver on `ranks` ranks with `extra` flags (NULL-terminated,
+ * may be NULL); its report in `out` (NULL: none). */
+static run_result run_offload(int ranks, const run_shape *shape,
+                              const char *const *extra, const char *out,
+                              double timeout_s)
+{
+    char numbers[6][32];
+    snprintf(numbers[0], sizeof numbers[0], "%d", shape->steps);
+    snprintf(numbers[1], sizeof numbers[1], "%d", shape->batch);
+    snprintf(numbers[2], sizeof numbers[2], "%d", shape->hidden);
+    snprintf(numbers[3], sizeof numbers[3], "%d", shape->width);
+    snprintf(numbers[4], sizeof numbers[4], "%d", shape->samples);
+    snprintf(numbers[5], sizeof numbers[5], "%d", shape->held_out);
+    char lr[32];
+    snprintf(lr, sizeof lr, "%.17g", shape->learning_rate);
+    char *args[32] = { "--steps", numbers[0], "--local-batch", numbers[1],
+                       "--hidden", numbers[2], "--width", numbers[3],
+                       "--samples", numbers[4], "--held-out", numbers[5],
+                       "--lr", lr };
+    int n = 14;
+    if (out != NULL) {
+        args[n++] = "--out";
+        args[n++] = (char *)out;
+    }
+    for (int k = 0; extra != NULL && extra[k] != NULL && n < 30; k++)
+        args[n++] = (char *)extra[k];
+    args[n] = NULL;
+    return harness_run_mpi(LESSON, "train_offload", ranks, args, NULL,
+                           timeout_s);
+}
+
+/* Rank r's block of the balanced partition, from its definition (the
+ * first total % P blocks one longer), not from partition.h. */
+static void block_of(size_t total, int ranks, int r, size_t *begin,
+                     size_t *end)
+{
+    size_t q = total / (size_t)ranks, extra = total % (size_t)ranks;
+    *begin = (size_t)r * q + ((size_t)r < extra ? (size_t)r : extra);
+    *end = *begin + q + ((size_t)r < extra ? 1 : 0);
+}
+
+static unsigned long long report_value(const char *report, int rank,
+                                       const char *key)
+{
+    unsigned long long value = 0;
+    ck_assert_msg(harness_report_values(report, key, &value, 1) == 1,
+                  "rank %d's report has no \"%s\" line", rank, key);
+    return value;
+}
+
+/* The layer that element i belongs to. */
+static int layer_of(const training_reference *ref, size_t i)
+{
+    int l = 0;
+    while (l + 1 < ref->layer_count && ref->layer_begin[l + 1] <= i)
+        l++;
+    return l;
+}
+
+/* ---- The weights ---- */
+
+/* Every rank's parameters (all Ψ, read back from its device) and its
+ * slice of the master weights, bitwise the reference's. */
+static void expect_reference_weights(const char *out, int ranks,
+                                     const training_reference *ref,
+                                     const char *what, const char *hint)
+{
+    double *values = malloc(ref->total * sizeof *values);
+    ck_assert(values != NULL);
+    for (int rank = 0; rank < ranks; rank++) {
+        size_t begin, end;
+        block_of(ref->total, ranks, rank, &begin, &end);
+        harness_read_doubles(out, "params", rank, values, ref->total);
+        for (size_t i = 0; i < ref->total; i++) {
+            double want = bf16_to_float(ref->params[i]);
+            if (values[i] == want && signbit(values[i]) == signbit(want))
+                continue;
+            int owner = 0;
+            while (owner + 1 < ranks) {
+                size_t b, e;
+                block_of(ref->total, ranks, owner, &b, &e);
+                if (i < e)
+                    break;
+                owner++;
+            }
+            ck_assert_msg(0, "%s: rank %d's parameter %zu on its device "
+                          "(layer %d, in rank %d's slice) is %.9g; lesson "
+                          "06's stage 2 gives %.9g. Hint: %s", what, rank, i,
+                          layer_of(ref, i), owner, values[i], want, hint);
+        }
+        harness_read_doubles(out, "master", rank, values, end - begin);
+        for (size_t k = 0; k < end - begin; k++) {
+            double want = ref->master[begin + k];
+            ck_assert_msg(values[k] == want, "%s: rank %d's fp32 master "
+                          "weight %zu (layer %d, its slice, in host memory) "
+                          "is %.9g; lesson 06's stage 2 gives %.9g. Hint: "
+                          "%s", what, rank, begin + k,
+                          layer_of(ref, begin + k), values[k], want, hint);
+        }
+    }
+    free(values);
+}
+
+/* ---- Where the memory lives, and what crosses ---- */
+
+/* Rank `rank`'s own part of layer l, in elements. */
+static size_t own_in_layer(const training_reference *ref, int ranks,
+                           int rank, int l)
+{
+    size_t begin, end;
+    block_of(ref->total, ranks, rank, &begin, &end);
+    size_t first = ref->layer_begin[l];
+    size_t last = l + 1 < ref->layer_count ? ref->layer_begin[l + 1]
+                                           : ref->total;
+    size_t from = first > begin ? first : begin, to = last < end ? last : end;
+    return to > from ? to - from : 0;
+}
+
+/* The largest layer, in elements. */
+static size_t largest_layer(const training_reference *ref)
+{
+    size_t largest = 0;
+    for (int l = 0; l < ref->layer_count; l++) {
+        size_t last = l + 1 < ref->layer_count ? ref->layer_begin[l + 1]
+                                               : ref->total;
+        if (last - ref->layer_begin[l] > largest)
+            largest = last - ref->layer_begin[l];
+    }
+    return largest;
+}
+
+/* What a category's peak must be on rank `rank` (bytes), the formulas of
+ * the lesson's README:
+ *   device parameters  2Ψ                 all bf16 parameters
+ *   device buckets     2 max|layer|       lesson 06's stage 2 bucket
+ *   device gradients   2 max(|own ∩ l| + |own ∩ l+1|)
+ *                                         the own parts of the layer being
+ *                                         reduced and of the one above,
+ *                                         still on its way down
+ *   host optimizer     12S                master, m, v of the slice
+ *   host staging       4S (6S with DPU)   the slice's gradients down (two
+ *                                         sets with DPU), parameters up */
+static void expect_memory(const char *report, const training_reference *ref,
+                          int ranks, int rank, bool delayed,
+                          const char *what)
+{
+    size_t begin, end;
+    block_of(ref->total, ranks, rank, &begin, &end);
+    const unsigned long long slice = end - begin;
+    unsigned long long in_flight = 0;
+    for (int l = 0; l < ref->layer_count; l++) {
+        unsigned long long pair = own_in_layer(ref, ranks, rank, l) +
+                                  (l + 1 < ref->layer_count
+                                       ? own_in_layer(ref, ranks, rank, l + 1)
+                                       : 0);
+        if (pair > in_flight)
+            in_flight = pair;
+    }
+    const struct {
+        const char *key;
+        unsigned long long want;
+        const char *hint;
+    } expected[] = {
+        { "peak parameters", 2ull * ref->total,
+          "TODO 3: the device holds every bf16 parameter, 2 bytes each, "
+          "and nothing else of the model state" },
+        { "peak host_optimizer", 12ull * slice,
+          "TODO 3: master, m and v of this rank's slice only, fp32, in "
+          "host memory (device_host_alloc, MEMORY_HOST_OPTIMIZER)" },
+        { "peak host_staging", (delayed ? 6ull : 4ull) * slice,
+          delayed ? "TODOs 3 and 6: the slice's bf16 gradients, two sets "
+                    "with the delayed update, and its bf16 parameters"
+                  : "TODO 3: the slice's bf16 gradients and its bf16 "
+                    "parameters, one set each without the delayed update" },
+        { "peak buckets", 2ull * largest_layer(ref),
+          "lesson 06's stage2_bucket: one layer's gradient at a time" },
+        { "peak gradients", 2ull * in_flight,
+          "TODO 4: a layer's own part waits on the device until its copy "
+          "down has landed, at most two layers at once: finish the layer "
+          "above's copy once this layer's has started" },
+    };
+    for (size_t k = 0; k < sizeof expected / sizeof expected[0]; k++) {
+        unsigned long long got = report_value(report, rank, expected[k].key);
+        ck_assert_msg(got == expected[k].want, "%s: rank %d's %s is %llu "
+                      "bytes, expected %llu. Hint: %s", what, rank,
+                      expected[k].key + 5, got, expected[k].want,
+                      expected[k].hint);
+    }
+    /* Memory behind the ledger's back: the process's heap may not grow
+     * beyond what the ledger holds by more than the libraries' own
+     * bookkeeping (lesson 06's slack: MPI's first-contact buffers, about
+     * 56 KiB under MPICH), while a copy of the slice's gradients alone is
+     * 2S >= 2 * 55885/4 = 27 KiB and of its fp32 masters 4S >= 54 KiB. */
+    enum { HEAP_SLACK = 96 * 1024 };
+    unsigned long long heap = report_value(report, rank, "heap_growth");
+    unsigned long long held = report_value(report, rank, "ledger_growth");
+    ck_assert_msg(heap <= held + HEAP_SLACK, "%s: rank %d's heap grew by "
+                  "%llu bytes during training, but the device and host "
+                  "ledgers by %llu: memory allocated behind their backs "
+                  "(malloc?). Hint: TODO 3: every buffer through "
+                  "device_alloc or device_host_alloc", what, rank, heap,
+                  held);
+}
+
+/* The bytes across the bus, from the device layer's counters: each step
+ * the slice's bf16 gradients down and its bf16 parameters up, 2S each. */
+static void expect_traffic(const char *report, const training_reference *ref,
+                           int ranks, int rank, int steps, const char *what)
+{
+    size_t begin, end;
+    block_of(ref->total, ranks, rank, &begin, &end);
+    const unsigned long long want = 2ull * (end - begin) * (unsigned)steps;
+    unsigned long long down = report_value(report, rank, "to_host");
+    unsigned long long up = report_value(report, rank, "to_device");
+    ck_assert_msg(down == want, "%s: rank %d copied %llu bytes down in %d "
+                  "steps, expected %llu (2 bytes a gradient of its slice of "
+                  "%zu, each step). Hint: TODO 4: only this rank's part of "
+                  "each layer, after the reduce-scatter, goes down", what,
+                  rank, down, steps, want, end - begin);
+    ck_assert_msg(up == want, "%s: rank %d copied %llu bytes up in %d "
+                  "steps, expected %llu (2 bytes a bf16 parameter of its "
+                  "slice of %zu, each step). Hint: TODO 5: send the slice's "
+                  "bf16 parameters, not fp32 masters nor the whole model; "
+                  "the allgather gives the rest", what, rank, up, steps,
+                  want, end - begin);
+}
+
+/* ---- The tests ---- */
+
+static const char *const todo_hint =
+    "TODOs 4-5: each layer's own part down after your stage 2 "
+    "reduce-scatter, device_wait before the update reads it, your CPU "
+    "Adam with step + 1 and scale 1/P, the slice up, then the allgather";
+
+/* ZeRO-Offload on `ranks` ranks: weights, memory, traffic. */
+static void offload_on(int ranks, const run_shape *shape, long delay_from)
+{
+    char out[HARNESS_PATH], what[96], dpu[32];
+    harness_out_dir(out);
+    snprintf(dpu, sizeof dpu, "%ld", delay_from);
+    snprintf(what, sizeof what, "offload%s on %d rank%s",
+             delay_from >= 0 ? " with the delayed update" : "", ranks,
+             ranks == 1 ? "" : "s");
+    const char *const extra[] = { "--dpu", dpu, NULL };
+    run_result r = run_offload(ranks, shape, delay_from >= 0 ? extra : NULL,
+                               out, 15);
+    harness_expect_success(&r, what);
+    run_result_free(&r);
+    training_reference ref = training_reference_run(ranks, shape->batch,
+                                                    shape, delay_from);
+    expect_reference_weights(out, ranks, &ref, what,
+                             delay_from >= 0
+                                 ? "TODO 6: step s's update runs while "
+                                   "step s+1 computes on the parameters of "
+                                   "update s-1; its parameters go up when "
+                                   "step s+1's update begins, and the last "
+                                   "in offload_finish"
+                                 : todo_hint);
+    for (int rank = 0; rank < ranks; rank++) {
+        char *report = harness_read_report(out, rank);
+        expect_memory(report, &ref, ranks, rank, delay_from >= 0, what);
+        expect_traffic(report, &ref, ranks, rank, shape->steps, what);
+        free(report);
+    }
+    training_reference_free(&ref);
+    harness_remove_out_dir(out);
+}
+
+START_TEST(offload_on_one_rank)
+{
+    offload_on(1, &test_run, -1);
+}
+END_TEST
+
+START_TEST(offload_on_ranks)
+{
+    for (int ranks = 2; ranks <= 4; ranks++)
+        offload_on(ranks, &test_run, -1);
+}
+END_TEST
+
+START_TEST(delayed_update)
+{
+    offload_on(1, &delayed_run, DELAY_FROM);
+    offload_on(2, &delayed_run, DELAY_FROM);
+}
+END_TEST
+
+/* ---- The model that does not fit ---- */
+
+/* A model whose 16Ψ does not fit the device: 5 hidden layers of 192, Ψ =
+ * 162634, on a device of 1,100,000 bytes. Batches of 8 samples hold
+ * 372,864 bytes of activations and backward's scratch (the model's, as
+ * the device's ledger counts them), so 16Ψ + activations = 2,975,008
+ * bytes do not fit, and 4Ψ + activations = 1,023,400 do: the lesson's
+ * bound for offload (2Ψ of parameters, and the layers in flight, each
+ * under Ψ/4 here, at most three of them at once: a bucket and two own
+ * parts). 200 steps at 3e-3 reach 0.857 on 512 held-out samples (measured
+ * with the reference solution; chance is 0.1). */
+static const run_shape big_run = { 5, 192, 200, 8, 8192, 512, 3e-3 };
+static const char *const small_device[] = { "--device-memory", "1100000",
+                                            NULL };
+enum { SMALL_DEVICE = 1100000, BIG_PSI = 162634 };
+
+START_TEST(offload_fits_a_small_device_and_learns)
+{
+    char out[HARNESS_PATH];
+    harness_out_dir(out);
+    run_result r = run_offload(1, &big_run, small_device, out, 45);
+    harness_expect_success(&r, "offload on a device of 1100000 bytes");
+    run_result_free(&r);
+    char *report = harness_read_report(out, 0);
+    unsigned long long activations = report_value(report, 0,
+                                                  "peak activations");
+    ck_assert_msg(16ull * BIG_PSI + activations > SMALL_DEVICE &&
+                  4ull * BIG_PSI + activations <= SMALL_DEVICE, "the test's "
+                  "premise: 16Ψ + activations (%llu) exceeds the device, "
+                  "4Ψ + activations (%llu) fits it", 16ull * BIG_PSI +
+                  activations, 4ull * BIG_PSI + activations);
+    unsigned long long peak = report_value(report, 0, "peak device_total");
+    ck_assert_msg(peak <= SMALL_DEVICE, "the device held %llu bytes, over "
+                  "its %d", peak, SMALL_DEVICE);
+    unsigned long long ppm = report_value(report, 0, "accuracy_ppm");
+    ck_assert_msg(ppm >= 750000, "offload on a small device: held-out "
+                  "accuracy %.4f after %d steps; the task reaches "
+                  "0.857. Hint: %s", ppm / 1e6, big_run.steps, todo_hint);
+    free(report);
+    harness_remove_out_dir(out);
+}
+END_TEST
+
+
+Suite *lesson_suite(void)
+{
+    static char names[2 * case_length_count][160];
+    Suite *suite = suite_create(LESSON);
+    int k = 0;
+    for (int c = 0; c < 2 * case_length_count; c++) {
+        size_t n = case_lengths[c / 2];
+        const bool update = c % 2 == 1;
+        char length[48];
+        if (n <= CASE_EVERY_OFFSET)
+            snprintf(length, sizeof length, "%zu element%s at offsets 0-%d",
+                     n, n == 1 ? "" : "s", CASE_MAX_OFFSET);
+        else
+            snprintf(length, sizeof length, "10^7 + 3 elements at offset %d",
+                     LARGE_OFFSET);
+        if (n == 0)
+            snprintf(names[k], sizeof names[k], "%s, %s: nothing written%s",
+                     update ? "cpu_adam_update" : "cpu_adam_tile", length,
+                     update ? ", no tile" : "");
+        else
+            snprintf(names[k], sizeof names[k], "%s, %s: bitwise "
+                     "adamw_step_mixed over %d steps%s",
+                     update ? "cpu_adam_update" : "cpu_adam_tile", length,
+                     CASE_STEPS, update ? ", tiles cover it once" : "");
+        harness_add(suite, names[k++], exact_case, c, EXACT_TIMEOUT_S);
+    }
+    harness_add(suite, "cpu_adam_tile compiled to vector instructions: "
+                "packed square roots and divisions", vector_instructions, 0,
+                25);
+    harness_add(suite, "cpu_adam_update on 2 threads: tiles of at most "
+                "CPU_ADAM_TILE cover every element once, each final when "
+                "handed over, both threads working", threads_case, 0,
+                THREADS_TIMEOUT_S);
+    harness_add(suite, "offload on 1 rank: weights bitwise stage 2's; device "
+                "and host memory, and the bytes across the bus, as the "
+                "formulas say", offload_on_one_rank, 0, 20);
+    harness_add(suite, "offload on 2-4 ranks, on your lesson 06 stage 2: "
+                "weights, memory and bytes across the bus",
+                offload_on_ranks, 0, 50);
+    harness_add(suite, "delayed parameter update from step 2 on 1 and 2 "
+                "ranks: bitwise the reference with the same delay",
+                delayed_update, 0, 35);
+    harness_add(suite, "a device too small for 16 bytes a parameter: "
+                "offload fits it and learns the default task",
+                offload_fits_a_small_device_and_learns, 0, 50);
+    return suite;
+}
