@@ -60,7 +60,17 @@ run_suite() {   # run_suite BUILD_DIR BINARY TITLE MODE [RUNNER OPTIONS]
 
 if ! $full; then
 echo "== the shared library and the given programs"
+# The given programs' refusals (test_drivers) spend a minute starting
+# mpirun and its ranks, mostly waiting: that suite runs beside the others
+# and the lessons' suites, and its lines follow theirs.
+drivers=build/solution/tests/common/test_drivers
+if [ -x "$drivers" ]; then
+    ( run_suite build/solution "$drivers" "common: drivers" solution
+      echo "$status" > build/test/drivers.status ) > build/test/drivers.log 2>&1 &
+    drivers_pid=$!
+fi
 for t in build/solution/tests/common/test_*; do
+    [ "$t" = "$drivers" ] && continue
     run_suite build/solution "$t" "common: ${t##*/test_}" solution
 done
 
@@ -74,6 +84,13 @@ for lesson in "$@"; do
     build/grade-tool/grade --lessons "$lesson" --check-names "build/test/$lesson.names" \
         --tally "$tally" || status=1
 done
+
+if [ -n "${drivers_pid:-}" ]; then
+    wait "$drivers_pid"
+    echo "== the given programs' refusals (run beside the suites above)"
+    cat build/test/drivers.log
+    [ "$(cat build/test/drivers.status 2>/dev/null)" = 0 ] || status=1
+fi
 
 fi
 
