@@ -16,6 +16,7 @@
 #include "device.h"
 
 #include "device_cuda.h"
+#include "timer.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -289,12 +290,23 @@ static void count_copy(size_t bytes, int to_device)
     }
 }
 
+/* Seconds the caller waited for copies in one direction (with the lock
+ * held). */
+static void count_waiting(int to_device, double seconds)
+{
+    if (to_device)
+        device.traffic.waited_to_device += seconds;
+    else
+        device.traffic.waited_to_host += seconds;
+}
+
 static int copy_blocking(const char *function, void *dst, const void *src,
                          size_t bytes, int to_device, char *error,
                          size_t error_len)
 {
     if (check_copy(function, dst, src, error, error_len) != 0)
         return -1;
+    const double start = timer_now();
     lock();
     count_copy(bytes, to_device);
     int status = 0;
@@ -303,6 +315,7 @@ static int copy_blocking(const char *function, void *dst, const void *src,
                                    error_len);
     else
         memcpy(dst, src, bytes);
+    count_waiting(to_device, timer_now() - start);
     unlock();
     return status;
 }
@@ -401,10 +414,12 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         return -1;
     }
     int status = 0;
+    const double start = timer_now();
     if (device.cuda != NULL)
         status = device.cuda->wait(copy, error, error_len);
     else
         memcpy(copy->dst, copy->src, copy->bytes);
+    count_waiting(copy->to_device, timer_now() - start);
     device_copy **link = &device.pending;
     while (*link != copy)
         link = &(*link)->next;

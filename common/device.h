@@ -134,6 +134,10 @@ size_t device_pending_copies(void);
 typedef struct {
     uint64_t to_device, to_host;
     uint64_t copies_to_device, copies_to_host;
+    /* Seconds the callers spent in blocking copies and device_wait, by
+     * direction: what the copies cost the program where they were not
+     * hidden (cpu: the copies themselves, made at the wait). */
+    double waited_to_device, waited_to_host;
 } device_traffic;
 
 device_traffic device_traffic_total(void);

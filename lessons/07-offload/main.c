@@ -273,12 +273,17 @@ static void report_lines(void *context, FILE *report)
 static void summary_keys(void *context, FILE *out)
 {
     const trainer *t = context;
+    const double ms = 1e3 / (double)t->config->steps;
     fprintf(out, " offload=%d dpu=%zu device_peak_bytes=%zu "
             "host_peak_bytes=%zu down_bytes_per_step=%" PRIu64
-            " up_bytes_per_step=%" PRIu64, t->config->no_offload ? 0 : 1,
-            t->config->dpu, t->device_peak, t->host_peak,
-            per_step(t->traffic.to_host, t->config),
-            per_step(t->traffic.to_device, t->config));
+            " up_bytes_per_step=%" PRIu64 " forward_ms=%.3f backward_ms=%.3f"
+            " update_ms=%.3f wait_down_ms=%.3f wait_up_ms=%.3f",
+            t->config->no_offload ? 0 : 1, t->config->dpu, t->device_peak,
+            t->host_peak, per_step(t->traffic.to_host, t->config),
+            per_step(t->traffic.to_device, t->config),
+            t->times.forward * ms, t->times.backward * ms,
+            t->times.update * ms, t->traffic.waited_to_host * ms,
+            t->traffic.waited_to_device * ms);
 }
 
 /* The same samples to every rank for the accuracy (data parallelism shards
@@ -463,10 +468,15 @@ int main(int argc, char **argv)
         printf("rank 0 copied %" PRIu64 " bytes a step down and %" PRIu64
                " up\n", per_step(t.traffic.to_host, &c),
                per_step(t.traffic.to_device, &c));
+        /* The device layer's own clock says how long the program waited
+         * for copies to land: down during backward (and at the update's
+         * start), up during the update. */
         const double ms = 1e3 / (double)c.steps;
         printf("rank 0's step: forward %.2f ms, backward and gradients down "
-               "%.2f ms, update %.2f ms\n", t.times.forward * ms,
-               t.times.backward * ms, t.times.update * ms);
+               "%.2f ms, update %.2f ms; of these, waiting for copies down "
+               "%.2f ms and up %.2f ms\n", t.times.forward * ms,
+               t.times.backward * ms, t.times.update * ms,
+               t.traffic.waited_to_host * ms, t.traffic.waited_to_device * ms);
     }
     free(t.widened);
     if (c.no_offload)
