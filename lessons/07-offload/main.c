@@ -318,6 +318,15 @@ static void open_device(const run_config *c)
     } else
         failed = device_open(c->backend, c->device_memory, c->rank, error,
                              sizeof error) != 0;
+    /* The cuda backend allocates and copies on a GPU, but this driver's
+     * layers are the CPU's code (common/mlp.h), which cannot read a GPU's
+     * memory: said at once rather than found by a crash. */
+    if (!failed && device_backend_in_use() == DEVICE_CUDA) {
+        snprintf(error, sizeof error, "--backend cuda: the device layer "
+                 "opened the GPU, but the model's layers run on the CPU "
+                 "only (common/mlp.h): train with --backend cpu");
+        failed = 1;
+    }
     mpi_exit_if_any(failed, "train_offload", error);
 }
 
