@@ -276,3 +276,11 @@ void train_data_free(dataset *train)
     train->inputs = NULL;
     train->labels = NULL;
 }
+
+void train_shard_interleaved(long step, size_t local_batch, int ranks,
+                             int rank, size_t dataset_size, size_t *indices)
+{
+    for (size_t k = 0; k < local_batch; k++)
+        indices[k] = (((size_t)step * local_batch + k) * (size_t)ranks +
+                      (size_t)rank) % dataset_size;
+}

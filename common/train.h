@@ -116,6 +116,38 @@ typedef struct {
 int train_run(const train_setup *setup, const train_steps *steps,
               char *error, size_t error_len);
 
+/* The shard of lessons 06 and 07 (a train_shard_fn): rank r's k-th
+ * sample at step s is ((s*B + k)*P + r) mod N, so the P ranks' batches of
+ * a step interleave over one run of P*B consecutive samples, the same run
+ * one rank with P times the batch takes. (Lesson 05's my_shard, the
+ * student's TODO 1 there, gives each rank a contiguous run instead: a
+ * later lesson's given code does not hand out an earlier lesson's
+ * answer.) */
+void train_shard_interleaved(long step, size_t local_batch, int ranks,
+                             int rank, size_t dataset_size, size_t *indices);
+
+/* The command-line options (cli.h) of a run that lessons 06 and 07 share,
+ * for a struct `config` with these fields: size_t steps, local_batch,
+ * samples, held_out; double learning_rate; int hidden, width; uint64_t
+ * seed; const char *out. One place for their names, ranges and help. */
+#define TRAIN_RUN_OPTIONS(config)                                            \
+    { "steps", CLI_SIZE, &(config).steps, "training steps", 1, 1e7 },        \
+    { "local-batch", CLI_SIZE, &(config).local_batch,                        \
+      "samples per rank per step", 1, 1 << 16 },                             \
+    { "lr", CLI_DOUBLE, &(config).learning_rate, "AdamW's learning rate",    \
+      1e-9, 10 },                                                            \
+    { "hidden", CLI_INT, &(config).hidden, "hidden layers", 0, 64 },         \
+    { "width", CLI_INT, &(config).width, "units per hidden layer", 1,        \
+      1 << 14 },                                                             \
+    { "samples", CLI_SIZE, &(config).samples, "generated training samples",  \
+      1, 1 << 24 },                                                          \
+    { "held-out", CLI_SIZE, &(config).held_out, "generated samples after "   \
+      "them, for the accuracy", 1, 1 << 24 },                                \
+    { "seed", CLI_SEED, &(config).seed, "seed of the model and the data", 0, \
+      0 },                                                                   \
+    { "out", CLI_STRING, &(config).out, "folder for the report to the "      \
+      "tests", 0, 0 }
+
 /* The generated task (dataset.h) of lessons 06 and 07: `samples` training
  * samples and `held_out` more after them, the same on every rank. They
  * stay in the host's memory, outside the memory ledger, whose cap plays a

@@ -337,17 +337,6 @@ static void summary_keys(void *context, FILE *out)
 
 /* ---- The run ----------------------------------------------------------- */
 
-/* The same samples to every rank for the accuracy (data parallelism shards
- * the batches, not the data set): rank r takes samples
- * (step * P + r) * B ... of the training set, wrapping around its end. */
-static void shard(long step, size_t local_batch, int ranks, int rank,
-                  size_t dataset_size, size_t *indices)
-{
-    size_t first = ((size_t)step * (size_t)ranks + (size_t)rank) * local_batch;
-    for (size_t k = 0; k < local_batch; k++)
-        indices[k] = (first + k) % dataset_size;
-}
-
 /* The cap, checked before anything is allocated: a cap too small even for
  * stage 3 is bad input, said once. A cap that fits stage 3 but not the
  * stage asked for is the ledger's to refuse, on every rank. */
@@ -394,7 +383,7 @@ static int train(const run_config *c, const dataset *train_set,
 {
     const train_steps steps = {
         .context = t,
-        .shard = shard, .shard_name = "the shard of the batch",
+        .shard = train_shard_interleaved, .shard_name = "the shard of the batch",
         .compute = forward_backward,
         .compute_mark = "forward and backward (zero.c's layer hooks)",
         .synchronise = reduce,
@@ -504,8 +493,8 @@ static double samples_per_second(const run_config *c, const dataset *data,
             start = timer_now();
         }
         for (size_t k = 0; k < batch; k++) {
-            size_t sample = ((step * (size_t)c->ranks + (size_t)c->rank) *
-                             batch + k) % data->count;
+            size_t sample = ((step * batch + k) * (size_t)c->ranks +
+                             (size_t)c->rank) % data->count;
             memcpy(&inputs[k * (size_t)data->features],
                    &data->inputs[sample * (size_t)data->features],
                    (size_t)data->features * sizeof *inputs);
@@ -601,20 +590,7 @@ int main(int argc, char **argv)
           "layer during this one (TODO 5)", 0, 0 },
         { "memory-cap", CLI_SIZE, &c.memory_cap, "bytes each rank may hold "
           "(0: no cap)", 0, 1e15 },
-        { "steps", CLI_SIZE, &c.steps, "training steps", 1, 1e7 },
-        { "local-batch", CLI_SIZE, &c.local_batch, "samples per rank per step",
-          1, 1 << 16 },
-        { "lr", CLI_DOUBLE, &c.learning_rate, "AdamW's learning rate", 1e-9,
-          10 },
-        { "hidden", CLI_INT, &c.hidden, "hidden layers", 0, 64 },
-        { "width", CLI_INT, &c.width, "units per hidden layer", 1, 1 << 14 },
-        { "samples", CLI_SIZE, &c.samples, "generated training samples", 1,
-          1 << 24 },
-        { "held-out", CLI_SIZE, &c.held_out, "generated samples after them, "
-          "for the accuracy", 1, 1 << 24 },
-        { "seed", CLI_SEED, &c.seed, "seed of the model and the data", 0, 0 },
-        { "out", CLI_STRING, &c.out, "folder for the report to the tests",
-          0, 0 },
+        TRAIN_RUN_OPTIONS(c),
         { "find-batch", CLI_FLAG, &c.find_batch, "with --memory-cap: the "
           "largest batch each stage fits, and its samples per second", 0,
           0 },

@@ -286,17 +286,6 @@ static void summary_keys(void *context, FILE *out)
             t->traffic.waited_to_device * ms);
 }
 
-/* The same samples to every rank for the accuracy (data parallelism shards
- * the batches, not the data set): rank r takes samples
- * (step * P + r) * B ... of the training set, wrapping around its end. */
-static void shard(long step, size_t local_batch, int ranks, int rank,
-                  size_t dataset_size, size_t *indices)
-{
-    size_t first = ((size_t)step * (size_t)ranks + (size_t)rank) * local_batch;
-    for (size_t k = 0; k < local_batch; k++)
-        indices[k] = (first + k) % dataset_size;
-}
-
 /* ---- The run ----------------------------------------------------------- */
 
 /* The device, or the reason why not, said once; every rank ends with
@@ -372,20 +361,7 @@ int main(int argc, char **argv)
           "device too (16 bytes a parameter)", 0, 0 },
         { "dpu", CLI_SIZE, &c.dpu, "delayed parameter update after this many "
           "warm-up steps (TODO 6; 0: none)", 0, 1e7 },
-        { "steps", CLI_SIZE, &c.steps, "training steps", 1, 1e7 },
-        { "local-batch", CLI_SIZE, &c.local_batch, "samples per rank per step",
-          1, 1 << 16 },
-        { "lr", CLI_DOUBLE, &c.learning_rate, "AdamW's learning rate", 1e-9,
-          10 },
-        { "hidden", CLI_INT, &c.hidden, "hidden layers", 0, 64 },
-        { "width", CLI_INT, &c.width, "units per hidden layer", 1, 1 << 14 },
-        { "samples", CLI_SIZE, &c.samples, "generated training samples", 1,
-          1 << 24 },
-        { "held-out", CLI_SIZE, &c.held_out, "generated samples after them, "
-          "for the accuracy", 1, 1 << 24 },
-        { "seed", CLI_SEED, &c.seed, "seed of the model and the data", 0, 0 },
-        { "out", CLI_STRING, &c.out, "folder for the report to the tests",
-          0, 0 },
+        TRAIN_RUN_OPTIONS(c),
     };
     const cli_spec spec = { "train_offload", "lesson 07: mixed-precision "
                             "training with ZeRO-Offload", options,
@@ -445,7 +421,7 @@ int main(int argc, char **argv)
 
     const train_steps steps = {
         .context = &t,
-        .shard = shard, .shard_name = "the shard of the batch",
+        .shard = train_shard_interleaved, .shard_name = "the shard of the batch",
         .compute = forward_backward,
         .compute_mark = "forward and backward (offload.c's gradients down)",
         .synchronise = NULL,

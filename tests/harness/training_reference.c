@@ -68,10 +68,11 @@ training_reference training_reference_run(int ranks, int batch,
     for (int step = 0; step < shape->steps; step++) {
         double loss_sum = 0;
         for (int rank = 0; rank < ranks; rank++) {
-            size_t first = ((size_t)step * (size_t)ranks + (size_t)rank) *
-                           (size_t)batch;
             for (int k = 0; k < batch; k++) {
-                size_t sample = (first + (size_t)k) % data.count;
+                /* train_shard_interleaved, written out here. */
+                size_t sample = (((size_t)step * (size_t)batch + (size_t)k) *
+                                     (size_t)ranks + (size_t)rank) %
+                                data.count;
                 memcpy(&inputs[k * 64], &data.inputs[sample * 64],
                        64 * sizeof *inputs);
                 labels[k] = data.labels[sample];

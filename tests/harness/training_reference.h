@@ -41,8 +41,8 @@ typedef struct {
  * gradient rounded to bf16), the P gradients added in rank order in fp32
  * and the sum rounded once (collective_reduce_scatter_bf16), and the
  * mixed-precision AdamW on every element with the scale 1/P. The drivers'
- * shard: rank r's samples at step s are (s*P + r)*B + k, wrapping around
- * the data set.
+ * shard (train_shard_interleaved): rank r's k-th sample at step s is
+ * (s*B + k)*P + r, wrapping around the data set.
  * From step `delay_from` on (-1: never), the delayed parameter update:
  * step s's update is computed as before, but its parameters reach the
  * model only when step s+1's update begins (or after the last step), so
