@@ -34,6 +34,12 @@ static struct {
     device_copy *pending;        /* started, not yet waited for */
     size_t pending_count;
     device_traffic traffic;
+    /* cpu: the device blocks now allocated, so that a copy's device end
+     * can be checked to lie inside one (a GPU would refuse, or corrupt
+     * its neighbour, where an arena in the host's heap would corrupt the
+     * heap, far from the mistake). */
+    struct device_block { uintptr_t start; size_t bytes; } *blocks;
+    size_t block_count, block_room;
 } device;
 static pthread_mutex_t device_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -139,6 +145,11 @@ int device_close(char *error, size_t error_len)
     if (device.cuda != NULL && device.cuda->close(error, error_len) != 0)
         return -1;
     memory_ledger_set_cap(MEMORY_LEDGER_NO_CAP, device.rank);
+    lock();
+    free(device.blocks);
+    device.blocks = NULL;
+    device.block_count = device.block_room = 0;
+    unlock();
     device.open = false;
     return 0;
 }
@@ -170,7 +181,65 @@ void *device_alloc(memory_category category, size_t bytes)
                             "memory: use device_host_alloc");
     if (device.cuda != NULL)
         return device.cuda->alloc(category, bytes);
-    return ledger_alloc(category, bytes);
+    void *block = ledger_alloc(category, bytes);
+    if (block == NULL)
+        return NULL;
+    lock();
+    if (device.block_count == device.block_room) {
+        size_t room = device.block_room ? 2 * device.block_room : 64;
+        struct device_block *grown = realloc(device.blocks,
+                                             room * sizeof *grown);
+        if (grown == NULL) {
+            unlock();
+            device_check_failed("device_alloc", "no memory for the list of "
+                                "device blocks");
+        }
+        device.blocks = grown;
+        device.block_room = room;
+    }
+    device.blocks[device.block_count++] =
+        (struct device_block){ (uintptr_t)block, bytes };
+    unlock();
+    return block;
+}
+
+/* Takes a freed block off the list (cpu). (Called with the lock held.) */
+static void forget_block(const void *block)
+{
+    for (size_t k = 0; k < device.block_count; k++)
+        if (device.blocks[k].start == (uintptr_t)block) {
+            device.blocks[k] = device.blocks[--device.block_count];
+            return;
+        }
+}
+
+/* cpu: 0 when [start, start + bytes) lies inside one device block;
+ * otherwise -1 with a line saying where it lies. (Called with the lock
+ * held.) */
+static int check_device_range(const char *function, const char *end,
+                              const void *start, size_t bytes, char *error,
+                              size_t error_len)
+{
+    if (device.cuda != NULL)
+        return 0;
+    const uintptr_t first = (uintptr_t)start;
+    for (size_t k = 0; k < device.block_count; k++) {
+        const struct device_block *b = &device.blocks[k];
+        if (first < b->start || first - b->start > b->bytes)
+            continue;
+        const size_t offset = first - b->start;
+        if (bytes <= b->bytes - offset)
+            return 0;
+        snprintf(error, error_len, "%s: %s, %zu bytes from %zu bytes into "
+                 "a device block of %zu, runs %zu bytes past the block's end:"
+                 " copy only what the block holds", function, end, bytes,
+                 offset, b->bytes, bytes - (b->bytes - offset));
+        return -1;
+    }
+    snprintf(error, error_len, "%s: %s (%zu bytes) is not in any device "
+             "block: device memory comes from device_alloc, host memory "
+             "goes on the other end", function, end, bytes);
+    return -1;
 }
 
 /* The first pending copy that reads or writes [start, start + bytes), or
@@ -230,6 +299,9 @@ void device_free(void *block)
         device_check_failed("device_free", "a block of host memory: free it "
                             "with device_host_free");
     check_no_copy_touches("device_free", block, ledger_block_bytes(block));
+    lock();
+    forget_block(block);
+    unlock();
     ledger_free(block);
 }
 
@@ -267,7 +339,8 @@ void device_host_free(void *block)
 
 /* The checks every copy makes before it starts: 0, or -1 with the line. */
 static int check_copy(const char *function, const void *dst, const void *src,
-                      char *error, size_t error_len)
+                      size_t bytes, int to_device, char *error,
+                      size_t error_len)
 {
     require_open(function);
     if (dst == NULL || src == NULL) {
@@ -275,7 +348,14 @@ static int check_copy(const char *function, const void *dst, const void *src,
                  dst == NULL ? "destination" : "source");
         return -1;
     }
-    return 0;
+    lock();
+    int status = check_device_range(function,
+                                    to_device ? "the destination"
+                                              : "the source",
+                                    to_device ? dst : src, bytes, error,
+                                    error_len);
+    unlock();
+    return status;
 }
 
 /* Counts a copy that starts now. (Called with the lock held.) */
@@ -304,7 +384,8 @@ static int copy_blocking(const char *function, void *dst, const void *src,
                          size_t bytes, int to_device, char *error,
                          size_t error_len)
 {
-    if (check_copy(function, dst, src, error, error_len) != 0)
+    if (check_copy(function, dst, src, bytes, to_device, error,
+                   error_len) != 0)
         return -1;
     const double start = timer_now();
     lock();
@@ -349,7 +430,8 @@ static int copy_async(const char *function, void *dst, const void *src,
                       size_t bytes, int to_device, device_copy *copy,
                       char *error, size_t error_len)
 {
-    if (check_copy(function, dst, src, error, error_len) != 0)
+    if (check_copy(function, dst, src, bytes, to_device, error,
+                   error_len) != 0)
         return -1;
     if (copy == NULL) {
         snprintf(error, error_len, "%s: a NULL device_copy", function);

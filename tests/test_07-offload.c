@@ -806,7 +806,8 @@ static int layer_of(const training_reference *ref, size_t i)
  * slice of the master weights, bitwise the reference's. */
 static void expect_reference_weights(const char *out, int ranks,
                                      const training_reference *ref,
-                                     const char *what, const char *hint)
+                                     const char *what, const char *hint,
+                                     const char *source)
 {
     double *values = malloc(ref->total * sizeof *values);
     ck_assert(values != NULL);
@@ -826,19 +827,28 @@ static void expect_reference_weights(const char *out, int ranks,
                     break;
                 owner++;
             }
+            /* Another rank's slice reaches this device only through the
+             * allgather; this rank's own, through its copies up. */
+            const char *where =
+                owner != rank
+                    ? "TODO 5: the other ranks' new parameters reach this "
+                      "device only through the allgather (gather_parameters)"
+                    : "TODO 5: this rank's new slice goes up to its own place, "
+                      "device_params + own.begin + the tile's begin; ";
             ck_assert_msg(0, "%s: rank %d's parameter %zu on its device "
-                          "(layer %d, in rank %d's slice) is %.9g; lesson "
-                          "06's stage 2 gives %.9g. Hint: %s", what, rank, i,
-                          layer_of(ref, i), owner, values[i], want, hint);
+                          "(layer %d, in rank %d's slice) is %.9g; %s gives "
+                          "%.9g. Hint: %s%s", what, rank, i, layer_of(ref, i),
+                          owner, values[i], source, want, where,
+                          owner != rank ? "" : hint);
         }
         harness_read_doubles(out, "master", rank, values, end - begin);
         for (size_t k = 0; k < end - begin; k++) {
             double want = ref->master[begin + k];
             ck_assert_msg(values[k] == want, "%s: rank %d's fp32 master "
                           "weight %zu (layer %d, its slice, in host memory) "
-                          "is %.9g; lesson 06's stage 2 gives %.9g. Hint: "
-                          "%s", what, rank, begin + k,
-                          layer_of(ref, begin + k), values[k], want, hint);
+                          "is %.9g; %s gives %.9g. Hint: %s", what, rank,
+                          begin + k, layer_of(ref, begin + k), values[k],
+                          source, want, hint);
         }
     }
     free(values);
@@ -995,10 +1005,15 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
                              delay_from >= 0
                                  ? "TODO 6: step s's update runs while "
                                    "step s+1 computes on the parameters of "
-                                   "update s-1; its parameters go up when "
-                                   "step s+1's update begins, and the last "
+                                   "update s-1, and step s+1's gradients "
+                                   "come down into the other set of "
+                                   "host_grads; step s's parameters go up "
+                                   "when step s+1's update begins, the last "
                                    "in offload_finish"
-                                 : todo_hint);
+                                 : todo_hint,
+                             delay_from >= 0 ? "the same training with the "
+                                               "same delay"
+                                             : "lesson 06's stage 2");
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
         expect_memory(report, &ref, ranks, rank, delay_from >= 0, what);
@@ -1112,11 +1127,11 @@ Suite *lesson_suite(void)
     harness_add(suite, "offload on 2-4 ranks, on your lesson 06 stage 2: "
                 "weights, memory and bytes across the bus",
                 offload_on_ranks, 0, 50);
-    harness_add(suite, "delayed parameter update from step 2 on 1 and 2 "
-                "ranks: bitwise the reference with the same delay",
-                delayed_update, 0, 35);
     harness_add(suite, "a device too small for 16 bytes a parameter: "
                 "offload fits it and learns the default task",
                 offload_fits_a_small_device_and_learns, 0, 50);
+    harness_add(suite, "delayed parameter update from step 2 on 1 and 2 "
+                "ranks: bitwise the reference with the same delay",
+                delayed_update, 0, 35);
     return suite;
 }

@@ -140,9 +140,12 @@ static float forward_backward(void *context, long step, const float *inputs,
     float loss = mlp_loss(&t->model, labels, 1, NULL);
     if (isnan(loss))
         fail(t, t->model.error[0] ? t->model.error
-                                  : "the loss is NaN: did the update read "
-                                    "gradients before their copy had "
-                                    "landed? (TODOs 4-5: device_wait)");
+                                  : "the loss is NaN: something read a "
+                                    "buffer before its copy had landed: the "
+                                    "gradients coming down, before the "
+                                    "update (TODOs 4-5), or the parameters "
+                                    "going up, before the next forward "
+                                    "(TODO 5): device_wait for each");
     double middle = timer_now();
     t->times.forward += middle - start;
     for (int l = t->model.layer_count - 1; l >= 0; l--) {
@@ -212,9 +215,16 @@ static const float *parameters(void *context)
 {
     trainer *t = context;
     const size_t count = parameter_count(t);
-    const bf16 *device_params = t->config->no_offload
-                                    ? t->zero.params
-                                    : t->offload.device_params;
+    if (t->config->no_offload) {
+        /* Lesson 06's stage 0 allocated them through the ledger alone:
+         * the cpu device's memory, readable where it lies. */
+        t->widened = malloc((count ? count : 1) * sizeof *t->widened);
+        if (t->widened == NULL)
+            fail(t, "out of memory for the parameters");
+        bf16_to_floats(t->widened, t->zero.params, count);
+        return t->widened;
+    }
+    const bf16 *device_params = t->offload.device_params;
     char error[256] = "";
     bf16 *host = malloc((count ? count : 1) * sizeof *host);
     t->widened = malloc((count ? count : 1) * sizeof *t->widened);

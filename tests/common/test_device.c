@@ -444,6 +444,25 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
     ck_assert(device_wait(&never_started, error, sizeof error) == -1);
     ck_assert(device_wait(NULL, error, sizeof error) == -1);
     ck_assert_str_eq(error, "device_wait: a NULL device_copy");
+    /* The device end of a copy lies inside one device block: past its
+     * end, or in no block at all, is refused with a line (a GPU would
+     * refuse or corrupt its neighbour; the arena would corrupt the heap,
+     * far from the mistake). */
+    ck_assert(device_copy_to_host_async(host, block + 200, 64, &copy, error,
+                                        sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_host_async: the source, 64 bytes "
+                     "from 200 bytes into a device block of 256, runs 8 "
+                     "bytes past the block's end: copy only what the block "
+                     "holds");
+    ck_assert(device_copy_to_device(host + 8, host, 8, error,
+                                    sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_device: the destination (8 "
+                     "bytes) is not in any device block: device memory "
+                     "comes from device_alloc, host memory goes on the "
+                     "other end");
+    ck_assert(device_copy_to_host(host, block + 192, 64, error,
+                                  sizeof error) == 0);
+    expect_traffic(256, 64, 1, 1, "after the refused ranges");
     device_free(block);
     device_host_free(host);
 }
