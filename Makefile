@@ -426,12 +426,12 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(wildcard $(foreach variant,$(VARIANTS),build/$(variant)/*/*.d build/$(variant)/tests/*/*.d))
 
 # ---- 8. Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich run-suites check watch tsan grade grade-all grade-fixture progress bench slides student-release gradescope-zip print-edited clean
+.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release gradescope-zip print-edited clean
 
 # Targets that need solutions/ (those make help lists, then the others): in
 # a student release each says so instead.
 SOLUTION_TARGETS := test test-full test-clang test-mpich bench
-SOLUTION_TARGETS += build-solution build-sanitize run-suites grade-fixture
+SOLUTION_TARGETS += plots build-solution build-sanitize run-suites grade-fixture
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
@@ -544,6 +544,10 @@ grade-fixture:
 bench: deps-ready ## time the solutions against OpenBLAS and STREAM, side by side
 	@$(MAKE) -j2 --no-print-directory $(BENCHES) $(PROGRAMS_solution) mpi-ready
 	@scripts/bench.sh
+
+# Reads build/bench/results.csv only: no build, no dependencies to install.
+plots: ## draw build/bench/results.csv as PNG figures in build/plots (needs gnuplot)
+	@scripts/plots.sh
 else
 $(SOLUTION_TARGETS):
 	@echo "make $@: needs solutions/, which a student release leaves out (make check L=NN tests your files)" >&2; exit 2

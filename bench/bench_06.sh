@@ -6,8 +6,10 @@
 # different one each time (a busy neighbour slows them alike); the medians
 # of samples per second over the repetitions give the ratios, all from this
 # one run. Each stage's peak bytes per rank and bytes sent a step are rank
-# 0's, from the driver's summary line (its ledgers). Writes rows to
-# $ZZ_BENCH_CSV. Run by make bench.
+# 0's, from the driver's summary line (its ledgers). Then the ZeRO paper's
+# Figure 1, measured: the model state rank 0 holds at each stage on 1 to 4
+# ranks, against the formulas of common/zero_memory.h (make plots draws
+# it). Writes rows to $ZZ_BENCH_CSV. Run by make bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mpirun_cmd=${ZZ_MPIRUN:-mpirun}
@@ -79,3 +81,48 @@ for ranks in 2 4; do
 AWK
     echo
 done
+
+# Bytes per rank against P: one short run per stage and rank count (the
+# bytes depend on neither the steps nor the batch), the memory ledger's
+# parameters + gradients + optimizer state on rank 0 (its last lines), and
+# Ψ (its first line), which the formulas' lines need.
+log=build/bench/bench_06_memory.log
+: > "$log"
+for ranks in 1 2 3 4; do
+    for stage in 0 1 2 3; do
+        # shellcheck disable=SC2086  # ZZ_MPIRUN is a command line
+        env OMP_NUM_THREADS=1 $mpirun_cmd -np $ranks $program --stage $stage \
+            --hidden $hidden --width $width --local-batch 8 --steps 1 \
+            --samples 256 --held-out 16 |
+            sed -n -e 's/.* \([0-9]*\) parameters in .*/parameters \1/p' \
+                -e "s/^rank 0 held at most [0-9]* bytes: parameters \([0-9]*\), gradients \([0-9]*\), optimizer \([0-9]*\),.*/held $ranks $stage \1 \2 \3/p" >> "$log"
+    done
+done
+awk -v csv="${ZZ_BENCH_CSV:-/dev/null}" -v shape="hidden${hidden}x${width}" \
+    -f /dev/stdin "$log" <<'AWK'
+$1 == "parameters" { psi = $2 }
+$1 == "held" { P = $2; s = $3; got[P, s] = $4 + $5 + $6; seen[P, s] = 1 }
+END {
+    if (psi == "") {
+        print "bench_06: the driver did not say how many parameters" > "/dev/stderr"
+        exit 1
+    }
+    printf "lesson 06: model state on rank 0 (parameters, gradients, optimizer state: the memory ledger's peaks), %s, %d parameters, against the ZeRO paper's formulas for rank 0's block\n", shape, psi
+    printf "  ranks  stage  ledger (bytes)  formula (bytes)\n"
+    missing = 0
+    for (P = 1; P <= 4; P++)
+        for (s = 0; s <= 3; s++) {
+            if (!seen[P, s]) {
+                printf "bench_06: no ledger line from the run at P = %d, stage %d\n", P, s > "/dev/stderr"
+                missing = 1
+                continue
+            }
+            own = int((psi + P - 1) / P)   # rank 0's block, the largest
+            formula = (s == 3 ? 2 * own : 2 * psi) + (s >= 2 ? 2 * own : 2 * psi) + (s >= 1 ? 12 * own : 12 * psi)
+            printf "  %5d  %5d  %14d  %15d%s\n", P, s, got[P, s], formula, got[P, s] == formula ? "" : "  (differs)"
+            printf "06,stage%d,%s,1,%d,model_state_bytes,%d,bytes,,\n", s, shape, P, got[P, s] >> csv
+        }
+    printf "06,model,%s,1,1,parameters,%d,count,,\n", shape, psi >> csv
+    exit missing
+}
+AWK

@@ -17,8 +17,9 @@
 #      command line names the same build folder: each gives the score of
 #      one grading alone, and the bystander survives;
 #  10. what the texts quote is what the programs print (tests/check-texts.sh),
-#      and the shared library keeps its rule for errors
-#      (tests/check-common-errors.sh);
+#      the shared library keeps its rule for errors
+#      (tests/check-common-errors.sh), and make plots draws a small
+#      results.csv (tests/check-plots.sh; skipped without gnuplot);
 #  11. the run leaves nothing in the temporary folder or /dev/shm.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 # Usage: tests/run-all.sh [--full] LESSON...   (run by make test and make
@@ -162,6 +163,15 @@ if tests/check-common-errors.sh; then
 else
     tally_line no "common errors"
 fi
+echo
+
+echo "== make plots, on a small results.csv (tests/plots/)"
+tests/check-plots.sh
+case $? in
+    0) tally_line yes "plots" ;;
+    77) echo "0 0 1 plots" >> "$tally" ;;
+    *) tally_line no "plots" ;;
+esac
 echo
 
 if $full; then

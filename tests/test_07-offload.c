@@ -19,10 +19,13 @@
  *   - the weights: bitwise those of lesson 06's stage 2 at the same P,
  *     that is of plain data parallelism, simulated here rank by rank
  *     (tests/harness/training_reference.h); with the delayed parameter
- *     update, of the same simulation with the same delay;
+ *     update, of the same simulation with the same delay (and when they
+ *     differ, the failure says if they are those of a slip: no warm-up,
+ *     no delay, the delay a step early or late);
  *   - where the memory lives: the device's peak per category (the memory
  *     ledger, through the device layer) and the host's, per rank, equal
- *     the lesson's formulas; nothing allocated behind the ledger's back;
+ *     the lesson's formulas; nothing allocated behind the ledger's back
+ *     (every formula a run misses is said in one failure, with the bus);
  *   - what crosses the bus: the device layer's counters, 2S bytes down and
  *     2S up a step per rank (S its slice; 4Ψ in all on one rank);
  *   - a device too small for 16Ψ: offload trains and learns under it, and
@@ -30,6 +33,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -803,11 +807,13 @@ static int layer_of(const training_reference *ref, size_t i)
 /* ---- The weights ---- */
 
 /* Every rank's parameters (all Ψ, read back from its device) and its
- * slice of the master weights, bitwise the reference's. */
-static void expect_reference_weights(const char *out, int ranks,
-                                     const training_reference *ref,
-                                     const char *what, const char *hint,
-                                     const char *source)
+ * slice of the master weights against the reference's, bitwise: at the
+ * first that differs, says where, what it is and what `source` gives (as
+ * "rank R's parameter i ... is X; SOURCE Y") into `difference`, and
+ * returns false. */
+static bool weights_match(const char *out, int ranks,
+                          const training_reference *ref, const char *source,
+                          char *difference, size_t size)
 {
     double *values = malloc(ref->total * sizeof *values);
     ck_assert(values != NULL);
@@ -828,30 +834,99 @@ static void expect_reference_weights(const char *out, int ranks,
                 owner++;
             }
             /* Another rank's slice reaches this device only through the
-             * allgather; this rank's own, through its copies up. */
-            const char *where =
-                owner != rank
-                    ? "TODO 5: the other ranks' new parameters reach this "
-                      "device only through the allgather (gather_parameters)"
-                    : "TODO 5: this rank's new slice goes up to its own place, "
-                      "device_params + own.begin + the tile's begin; ";
-            ck_assert_msg(0, "%s: rank %d's parameter %zu on its device "
-                          "(layer %d, in rank %d's slice) is %.9g; %s gives "
-                          "%.9g. Hint: %s%s", what, rank, i, layer_of(ref, i),
-                          owner, values[i], source, want, where,
-                          owner != rank ? "" : hint);
+             * allgather: said, as that is where to look. */
+            snprintf(difference, size, "rank %d's parameter %zu on its "
+                     "device (layer %d, in rank %d's slice) is %.9g; %s "
+                     "%.9g%s", rank, i, layer_of(ref, i), owner, values[i],
+                     source, want,
+                     owner != rank ? " (another rank's slice: it reaches "
+                                     "this device only through the "
+                                     "allgather, TODO 5's "
+                                     "gather_parameters)" : "");
+            free(values);
+            return false;
         }
         harness_read_doubles(out, "master", rank, values, end - begin);
         for (size_t k = 0; k < end - begin; k++) {
             double want = ref->master[begin + k];
-            ck_assert_msg(values[k] == want, "%s: rank %d's fp32 master "
-                          "weight %zu (layer %d, its slice, in host memory) "
-                          "is %.9g; %s gives %.9g. Hint: %s", what, rank,
-                          begin + k, layer_of(ref, begin + k), values[k],
-                          source, want, hint);
+            if (values[k] == want)
+                continue;
+            snprintf(difference, size, "rank %d's fp32 master weight %zu "
+                     "(layer %d, its slice, in host memory) is %.9g; %s "
+                     "%.9g", rank, begin + k, layer_of(ref, begin + k),
+                     values[k], source, want);
+            free(values);
+            return false;
         }
     }
     free(values);
+    return true;
+}
+
+/* The weights, bitwise the reference's; `what` says what ran. */
+static void expect_reference_weights(const char *out, int ranks,
+                                     const training_reference *ref,
+                                     const char *what, const char *source,
+                                     const char *hint)
+{
+    char difference[512];
+    if (!weights_match(out, ranks, ref, source, difference,
+                       sizeof difference))
+        ck_abort_msg("%s: %s. Hint: %s", what, difference, hint);
+}
+
+/* The weights of a run with the delayed update from step `delay_from`,
+ * bitwise the simulation's with the same delay. When they differ, and are
+ * those of another schedule that a slip in TODO 6 gives (no warm-up, no
+ * delay at all, the delay a step early or late), the failure names it. */
+static void expect_delayed_weights(const char *out, int ranks,
+                                   const run_shape *shape, long delay_from,
+                                   const training_reference *ref,
+                                   const char *what)
+{
+    static const char *const source = "the reference with the same delay "
+                                      "gives";
+    char difference[512];
+    if (weights_match(out, ranks, ref, source, difference,
+                      sizeof difference))
+        return;
+    const struct {
+        long delay_from;
+        const char *schedule, *hint;
+    } slips[] = {
+        { 0, "the delayed update from step 0 on, with no warm-up",
+          "the first --dpu steps are the warm-up, undelayed: the delay "
+          "begins at step >= o->delay_from" },
+        { -1, "no delayed update at all",
+          "from step --dpu on, start the step's CPU Adam on "
+          "o->update_task and return at once; its parameters go up when "
+          "the next update begins" },
+        { delay_from - 1, "the delayed update a step early",
+          "the delay begins at step o->delay_from itself, not before" },
+        { delay_from + 1, "the delayed update a step late",
+          "the delay begins at step o->delay_from itself (step >= "
+          "o->delay_from), not after it" },
+    };
+    for (size_t k = 0; k < sizeof slips / sizeof slips[0]; k++) {
+        if (slips[k].delay_from == delay_from || slips[k].delay_from < -1 ||
+            (k >= 2 && (slips[k].delay_from == 0 ||
+                        slips[k].delay_from == -1)))
+            continue;
+        training_reference other = training_reference_run(
+            ranks, shape->batch, shape, slips[k].delay_from);
+        char ignored[512];
+        bool same = weights_match(out, ranks, &other, "", ignored,
+                                  sizeof ignored);
+        training_reference_free(&other);
+        if (same)
+            ck_abort_msg("%s (--dpu %ld): %s. They are bitwise the weights "
+                         "of %s. Hint: TODO 6: %s", what, delay_from,
+                         difference, slips[k].schedule, slips[k].hint);
+    }
+    ck_abort_msg("%s (--dpu %ld): %s. Hint: TODO 6: step s's update runs "
+                 "while step s+1 computes on the parameters of update s-1; "
+                 "its parameters go up when step s+1's update begins, and "
+                 "the last in offload_finish", what, delay_from, difference);
 }
 
 /* ---- Where the memory lives, and what crosses ---- */
@@ -882,6 +957,25 @@ static size_t largest_layer(const training_reference *ref)
     return largest;
 }
 
+/* Appends one failure to `failures` (size FAILURES_SIZE), after a "; " when
+ * there is one already: every formula a run misses is said at once, so a
+ * buffer too many on the device and the bytes it costs on the bus show
+ * together. */
+enum { FAILURES_SIZE = 4096 };
+
+static void note_failure(char *failures, const char *format, ...)
+{
+    size_t used = strlen(failures);
+    if (used > 0 && used + 2 < FAILURES_SIZE) {
+        strcpy(failures + used, "; ");
+        used += 2;
+    }
+    va_list args;
+    va_start(args, format);
+    vsnprintf(failures + used, FAILURES_SIZE - used, format, args);
+    va_end(args);
+}
+
 /* What a category's peak must be on rank `rank` (bytes), the formulas of
  * the lesson's README:
  *   device parameters  2Ψ                 all bf16 parameters
@@ -894,14 +988,15 @@ static size_t largest_layer(const training_reference *ref)
  *   host staging       4S (6S with DPU)   the slice's gradients down (two
  *                                         sets with DPU), parameters up */
 static void expect_memory(const char *report, const training_reference *ref,
-                          int ranks, int rank, bool delayed,
-                          const char *what)
+                          int ranks, int rank, bool delayed, char *failures)
 {
     size_t begin, end;
     block_of(ref->total, ranks, rank, &begin, &end);
     const unsigned long long slice = end - begin;
-    unsigned long long in_flight = 0;
+    unsigned long long in_flight = 0, one_layer = 0;
     for (int l = 0; l < ref->layer_count; l++) {
+        if (own_in_layer(ref, ranks, rank, l) > one_layer)
+            one_layer = own_in_layer(ref, ranks, rank, l);
         unsigned long long pair = own_in_layer(ref, ranks, rank, l) +
                                   (l + 1 < ref->layer_count
                                        ? own_in_layer(ref, ranks, rank, l + 1)
@@ -912,32 +1007,64 @@ static void expect_memory(const char *report, const training_reference *ref,
     const struct {
         const char *key;
         unsigned long long want;
-        const char *hint;
+        const char *hint, *fewer_hint;   /* for a peak below the formula
+                                            (NULL: hint) */
     } expected[] = {
         { "peak parameters", 2ull * ref->total,
           "TODO 3: the device holds every bf16 parameter, 2 bytes each, "
-          "and nothing else of the model state" },
+          "and nothing else of the model state: no fp32 copy (TODO 5 "
+          "sends the slice's bf16 parameters up, ready to use)", NULL },
         { "peak host_optimizer", 12ull * slice,
           "TODO 3: master, m and v of this rank's slice only, fp32, in "
-          "host memory (device_host_alloc, MEMORY_HOST_OPTIMIZER)" },
+          "host memory (device_host_alloc, MEMORY_HOST_OPTIMIZER); the "
+          "CPU Adam updates those own_count elements and no others", NULL },
         { "peak host_staging", (delayed ? 6ull : 4ull) * slice,
           delayed ? "TODOs 3 and 6: the slice's bf16 gradients, two sets "
                     "with the delayed update, and its bf16 parameters"
                   : "TODO 3: the slice's bf16 gradients and its bf16 "
-                    "parameters, one set each without the delayed update" },
+                    "parameters, one set each without the delayed update",
+          NULL },
         { "peak buckets", 2ull * largest_layer(ref),
-          "lesson 06's stage2_bucket: one layer's gradient at a time" },
+          "lesson 06's stage2_bucket: one layer's gradient at a time", NULL },
         { "peak gradients", 2ull * in_flight,
           "TODO 4: a layer's own part waits on the device until its copy "
           "down has landed, at most two layers at once: finish the layer "
-          "above's copy once this layer's has started" },
+          "above's copy once this layer's has started",
+          "TODO 4: a copy waited for as soon as it starts is on backward's "
+          "critical path; start layer l's copy, then wait for layer l+1's, "
+          "which travelled during layer l's backward: two layers' parts "
+          "on the device at the peak" },
     };
     for (size_t k = 0; k < sizeof expected / sizeof expected[0]; k++) {
         unsigned long long got = report_value(report, rank, expected[k].key);
-        ck_assert_msg(got == expected[k].want, "%s: rank %d's %s is %llu "
-                      "bytes, expected %llu. Hint: %s", what, rank,
-                      expected[k].key + 5, got, expected[k].want,
-                      expected[k].hint);
+        if (got == expected[k].want)
+            continue;
+        /* Whole bytes a parameter of the model where the formula counts
+         * the slice, or a difference of whole bytes a parameter of the
+         * slice, names the buffer. */
+        char per[128] = "";
+        unsigned long long more = got > expected[k].want
+                                      ? got - expected[k].want
+                                      : expected[k].want - got;
+        const char *sign = got > expected[k].want ? "many" : "few";
+        if (slice < ref->total && got % ref->total == 0 &&
+            expected[k].want % slice == 0)
+            snprintf(per, sizeof per, ": %llu bytes a parameter of the "
+                     "whole model (Ψ = %zu), for a slice of %llu",
+                     got / ref->total, ref->total, slice);
+        else if (slice > 0 && more % slice == 0)
+            snprintf(per, sizeof per, ": %llu bytes a parameter of its "
+                     "slice of %llu too %s", more / slice, slice, sign);
+        else if (strcmp(expected[k].key, "peak gradients") == 0 &&
+                 got == 2 * one_layer)
+            snprintf(per, sizeof per, ": one layer's own part at a time");
+        const char *hint = got < expected[k].want &&
+                                   expected[k].fewer_hint != NULL
+                               ? expected[k].fewer_hint
+                               : expected[k].hint;
+        note_failure(failures, "rank %d's %s is %llu bytes, expected %llu%s."
+                     " Hint: %s", rank, expected[k].key + 5, got,
+                     expected[k].want, per, hint);
     }
     /* Memory behind the ledger's back: the process's heap may not grow
      * beyond what the ledger holds by more than the libraries' own
@@ -947,35 +1074,37 @@ static void expect_memory(const char *report, const training_reference *ref,
     enum { HEAP_SLACK = 96 * 1024 };
     unsigned long long heap = report_value(report, rank, "heap_growth");
     unsigned long long held = report_value(report, rank, "ledger_growth");
-    ck_assert_msg(heap <= held + HEAP_SLACK, "%s: rank %d's heap grew by "
-                  "%llu bytes during training, but the device and host "
-                  "ledgers by %llu: memory allocated behind their backs "
-                  "(malloc?). Hint: TODO 3: every buffer through "
-                  "device_alloc or device_host_alloc", what, rank, heap,
-                  held);
+    if (heap > held + HEAP_SLACK)
+        note_failure(failures, "rank %d's heap grew by %llu bytes during "
+                     "training, but the device and host ledgers by %llu: "
+                     "memory allocated behind their backs (malloc?). Hint: "
+                     "TODO 3: every buffer through device_alloc or "
+                     "device_host_alloc", rank, heap, held);
 }
 
 /* The bytes across the bus, from the device layer's counters: each step
  * the slice's bf16 gradients down and its bf16 parameters up, 2S each. */
 static void expect_traffic(const char *report, const training_reference *ref,
-                           int ranks, int rank, int steps, const char *what)
+                           int ranks, int rank, int steps, char *failures)
 {
     size_t begin, end;
     block_of(ref->total, ranks, rank, &begin, &end);
     const unsigned long long want = 2ull * (end - begin) * (unsigned)steps;
     unsigned long long down = report_value(report, rank, "to_host");
     unsigned long long up = report_value(report, rank, "to_device");
-    ck_assert_msg(down == want, "%s: rank %d copied %llu bytes down in %d "
-                  "steps, expected %llu (2 bytes a gradient of its slice of "
-                  "%zu, each step). Hint: TODO 4: only this rank's part of "
-                  "each layer, after the reduce-scatter, goes down", what,
-                  rank, down, steps, want, end - begin);
-    ck_assert_msg(up == want, "%s: rank %d copied %llu bytes up in %d "
-                  "steps, expected %llu (2 bytes a bf16 parameter of its "
-                  "slice of %zu, each step). Hint: TODO 5: send the slice's "
-                  "bf16 parameters, not fp32 masters nor the whole model; "
-                  "the allgather gives the rest", what, rank, up, steps,
-                  want, end - begin);
+    if (down != want)
+        note_failure(failures, "rank %d copied %llu bytes down in %d steps, "
+                     "expected %llu (2 bytes a gradient of its slice of %zu, "
+                     "each step). Hint: TODO 4: only this rank's part of each "
+                     "layer, after the reduce-scatter, goes down", rank, down,
+                     steps, want, end - begin);
+    if (up != want)
+        note_failure(failures, "rank %d copied %llu bytes up in %d steps, "
+                     "expected %llu (2 bytes a bf16 parameter of its slice of "
+                     "%zu, each step). Hint: TODO 5: send the slice's bf16 "
+                     "parameters, not fp32 masters nor the whole model; the "
+                     "allgather gives the rest", rank, up, steps, want,
+                     end - begin);
 }
 
 /* ---- The tests ---- */
@@ -983,7 +1112,9 @@ static void expect_traffic(const char *report, const training_reference *ref,
 static const char *const todo_hint =
     "TODOs 4-5: each layer's own part down after your stage 2 "
     "reduce-scatter, device_wait before the update reads it, your CPU "
-    "Adam with step + 1 and scale 1/P, the slice up, then the allgather";
+    "Adam with step + 1 and scale 1/P, the slice up, then the allgather "
+    "(if the cpu_adam tests fail, TODOs 1-2 first: a wrong CPU Adam shows "
+    "here too)";
 
 /* ZeRO-Offload on `ranks` ranks: weights, memory, traffic. */
 static void offload_on(int ranks, const run_shape *shape, long delay_from)
@@ -1001,24 +1132,18 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
     run_result_free(&r);
     training_reference ref = training_reference_run(ranks, shape->batch,
                                                     shape, delay_from);
-    expect_reference_weights(out, ranks, &ref, what,
-                             delay_from >= 0
-                                 ? "TODO 6: step s's update runs while "
-                                   "step s+1 computes on the parameters of "
-                                   "update s-1, and step s+1's gradients "
-                                   "come down into the other set of "
-                                   "host_grads; step s's parameters go up "
-                                   "when step s+1's update begins, the last "
-                                   "in offload_finish"
-                                 : todo_hint,
-                             delay_from >= 0 ? "the same training with the "
-                                               "same delay"
-                                             : "lesson 06's stage 2");
+    if (delay_from >= 0)
+        expect_delayed_weights(out, ranks, shape, delay_from, &ref, what);
+    else
+        expect_reference_weights(out, ranks, &ref, what,
+                                 "lesson 06's stage 2 gives", todo_hint);
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
-        expect_memory(report, &ref, ranks, rank, delay_from >= 0, what);
-        expect_traffic(report, &ref, ranks, rank, shape->steps, what);
+        char failures[FAILURES_SIZE] = "";
+        expect_memory(report, &ref, ranks, rank, delay_from >= 0, failures);
+        expect_traffic(report, &ref, ranks, rank, shape->steps, failures);
         free(report);
+        ck_assert_msg(failures[0] == '\0', "%s: %s", what, failures);
     }
     training_reference_free(&ref);
     harness_remove_out_dir(out);
@@ -1065,7 +1190,10 @@ START_TEST(offload_fits_a_small_device_and_learns)
     char out[HARNESS_PATH];
     harness_out_dir(out);
     run_result r = run_offload(1, &big_run, small_device, out, 45);
-    harness_expect_success(&r, "offload on a device of 1100000 bytes");
+    harness_expect_success(&r, "offload on a device of 1100000 bytes, "
+                           "room for the bf16 parameters, the activations "
+                           "and the gradients on their way down, and "
+                           "little more");
     run_result_free(&r);
     char *report = harness_read_report(out, 0);
     unsigned long long activations = report_value(report, 0,

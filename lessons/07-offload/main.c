@@ -80,6 +80,7 @@ typedef struct {
     device_traffic traffic;   /* of the training steps */
     step_times times;
     float *widened;           /* the parameters, widened for the report */
+    float first_loss, last_loss; /* of step 0 and of the step before */
 } trainer;
 
 /* After each hook: the memory the process's allocator holds beyond what
@@ -129,6 +130,51 @@ static void forward(trainer *t, const float *inputs, size_t batch)
                                                 layer_params(t, l)));
 }
 
+/* Stops the job on a NaN at step `step`, saying the likelier cause: NaN
+ * from one step to the next is a buffer read before its copy had landed
+ * (the cpu device's copies write NaN until their wait); after a loss that
+ * grew without bound, an update that diverges. */
+static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
+{
+    char why[480];
+    if (step >= 1 && !(t->last_loss <= 100 * t->first_loss))
+        snprintf(why, sizeof why, "%s at step %ld, after the loss grew from "
+                 "%.4g at step 0 to %.4g: the updates diverge. Does your CPU "
+                 "Adam give adamw_step_mixed's bits? (TODOs 1-2: their own "
+                 "tests say)", what, step, t->first_loss, t->last_loss);
+    else
+        snprintf(why, sizeof why, "%s at step %ld: something read a buffer "
+                 "before its copy had landed: the gradients coming down, "
+                 "before the update (TODOs 4-5), or the parameters going up, "
+                 "before the next forward (TODO 5): device_wait for each",
+                 what, step);
+    fail(t, why);
+}
+
+/* After an update, every parameter on the device is a number. A NaN one
+ * need not reach the loss: a ReLU turns it into 0 (fmaxf(NaN, 0) is 0),
+ * and the model trains on as if its weights were gone. The cpu device's
+ * memory is the program's own, read here in place; a GPU's copies write
+ * no NaN to be found. */
+static void check_parameters(const trainer *t, long step)
+{
+    if (t->config->no_offload || device_backend_in_use() != DEVICE_CPU)
+        return;
+    const offload_state *o = &t->offload;
+    for (size_t i = 0; i < o->zero.total; i++) {
+        if ((o->device_params[i] & 0x7fffu) <= 0x7f80u)
+            continue;
+        int layer = 0;
+        while (layer + 1 < o->zero.layer_count &&
+               o->zero.layers[layer + 1].begin <= i)
+            layer++;
+        char what[128];
+        snprintf(what, sizeof what, "parameter %zu (layer %d) on the device "
+                 "is NaN after the update", i, layer);
+        fail_nan(t, step, what);
+    }
+}
+
 static float forward_backward(void *context, long step, const float *inputs,
                               const int *labels, size_t batch)
 {
@@ -138,14 +184,14 @@ static float forward_backward(void *context, long step, const float *inputs,
     double start = timer_now();
     forward(t, inputs, batch);
     float loss = mlp_loss(&t->model, labels, 1, NULL);
-    if (isnan(loss))
-        fail(t, t->model.error[0] ? t->model.error
-                                  : "the loss is NaN: something read a "
-                                    "buffer before its copy had landed: the "
-                                    "gradients coming down, before the "
-                                    "update (TODOs 4-5), or the parameters "
-                                    "going up, before the next forward "
-                                    "(TODO 5): device_wait for each");
+    if (isnan(loss)) {
+        if (t->model.error[0])
+            fail(t, t->model.error);
+        fail_nan(t, step, "the loss is NaN");
+    }
+    if (step == 0)
+        t->first_loss = loss;
+    t->last_loss = loss;
     double middle = timer_now();
     t->times.forward += middle - start;
     for (int l = t->model.layer_count - 1; l >= 0; l--) {
@@ -182,6 +228,7 @@ static void update(void *context, long step)
             offload_finish(&t->offload);
     }
     t->times.update += timer_now() - start;
+    check_parameters(t, step);
     sample_heap(t);
     if (step + 1 == (long)t->config->steps) {
         /* The peaks at the end of the last step, before the accuracy and
