@@ -110,5 +110,11 @@ FILE *mpi_report_open_or_exit(const char *program, const char *out, int rank)
             fclose(report);
         mpi_exit_all(2);
     }
+    /* Which machine this rank ran on: on a cluster, the tests check that
+     * the ranks really were spread over the hosts (make test-cluster). */
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int host_length = 0;
+    MPI_CHECK(MPI_Get_processor_name(host, &host_length));
+    fprintf(report, "host %.*s\n", host_length, host);
     return report;
 }

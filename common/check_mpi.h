@@ -60,7 +60,9 @@ void mpi_exit_if_any(bool bad, const char *program, const char *why);
  * when `out` is NULL). A folder that does not exist, a file, or a place
  * nothing may be written (/proc/self) is bad input, found at once by every
  * rank, not after the run: every rank ends with status 2 and rank 0 says
- * why, once ("PROGRAM: --out: cannot write to 'OUT': WHY"). */
+ * why, once ("PROGRAM: --out: cannot write to 'OUT': WHY"). The report's
+ * first line names the machine the rank runs on: "host NAME" (MPI's
+ * processor name, the host name on Linux). */
 FILE *mpi_report_open_or_exit(const char *program, const char *out, int rank);
 
 /* For an MPI program that takes no flags and starts MPI in its own code

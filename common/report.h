@@ -4,7 +4,7 @@
  * MPI programs cannot run inside a test's own process, so a test launches
  * the driver under mpirun and reads back, from the folder given with --out:
  *
- *   rank-R.txt          lines "KEY VALUE...", e.g. "rows 0 334",
+ *   rank-R.txt          lines "KEY VALUE...", e.g. "host node1", "rows 0 334",
  *                       "memory matrix 0 2672000", "comm MPI_Bcast 1 0 800"
  *   NAME-rank-R.bin     a vector's doubles, raw, in the machine's byte order
  *

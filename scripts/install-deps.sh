@@ -5,7 +5,9 @@
 # grader's sandbox, make grade SANDBOX=1) and a C compiler with OpenMP; with
 # --clang also clang with its OpenMP runtime (make test-clang, make
 # CC=clang); with --mpich also MPICH (make MPI=mpich); with --extras also
-# gnuplot and pandoc (plots and slides). Debian/Ubuntu (apt-get), Fedora
+# gnuplot and pandoc (plots and slides); with --cluster also what make
+# test-cluster makes hosts with on Linux (iproute2's ip; util-linux's
+# unshare, nsenter, setpriv). Debian/Ubuntu (apt-get), Fedora
 # (dnf), macOS (Homebrew). Safe to run again: it installs only what is
 # missing. CUDA is optional and never installed here.
 #
@@ -14,19 +16,22 @@
 #   scripts/install-deps.sh --clang    also clang and its OpenMP runtime
 #   scripts/install-deps.sh --mpich    also MPICH, beside Open MPI
 #   scripts/install-deps.sh --extras   also gnuplot and pandoc
+#   scripts/install-deps.sh --cluster  also ip, unshare, nsenter, setpriv
 set -euo pipefail
 
 check_only=false
 extras=false
 clang=false
 mpich=false
+cluster=false
 for arg in "$@"; do
     case "$arg" in
         --check) check_only=true ;;
         --extras) extras=true ;;
         --clang) clang=true ;;
         --mpich) mpich=true ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --cluster) cluster=true ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -54,6 +59,10 @@ if $clang && ! { have clang && echo 'int main(void) { return 0; }' |
 fi
 # MPICH beside Open MPI: every MPICH install has mpichversion.
 $mpich && ! have mpichversion && missing+=(mpich)
+if $cluster && [ "$(uname -s)" = Linux ]; then
+    have ip || missing+=(iproute2)
+    have unshare && have nsenter && have setpriv || missing+=(util-linux)
+fi
 if $extras; then
     have pandoc || missing+=(pandoc)
     have gnuplot || missing+=(gnuplot)
@@ -95,6 +104,8 @@ for need in "${missing[@]}"; do
         apt-get:mpich) packages+=(mpich libmpich-dev) ;;
         apt-get:pandoc) packages+=(pandoc) ;;
         apt-get:gnuplot) packages+=(gnuplot-nox) ;;
+        apt-get:iproute2) packages+=(iproute2) ;;
+        apt-get:util-linux) packages+=(util-linux) ;;
         dnf:compiler) packages+=(gcc) ;;
         dnf:make) packages+=(make) ;;
         dnf:patch) packages+=(patch) ;;
@@ -108,6 +119,8 @@ for need in "${missing[@]}"; do
         dnf:mpich) packages+=(mpich mpich-devel) ;;
         dnf:pandoc) packages+=(pandoc) ;;
         dnf:gnuplot) packages+=(gnuplot) ;;
+        dnf:iproute2) packages+=(iproute) ;;
+        dnf:util-linux) packages+=(util-linux) ;;
         brew:compiler) ;;  # Xcode's command line tools: xcode-select --install
         brew:make) ;;
         brew:patch) ;;     # macOS has patch

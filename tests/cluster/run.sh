@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# make test-cluster: the lessons' MPI drivers across several hosts, made on
+# this machine from network namespaces by scripts/cluster/hosts.sh (2 hosts,
+# Open MPI started on them without ssh, TCP between them), against the
+# same drivers on this machine alone (shared memory).
+#
+# Each case runs a solution driver four times: on 4 ranks here and on 2
+# hosts x 2 ranks, then on 2 ranks here and on 2 hosts x 1 rank. It checks:
+#   - results: every file of doubles the driver reports (lesson 02's x and
+#     y, lessons 05-07's parameters, master weights and losses) is bitwise
+#     the one-host run's; the column split, whose sums MPI_Reduce_scatter
+#     adds in Open MPI's order, is allowed rounding (1e-12 of the largest
+#     |y|), and says whether it was bitwise;
+#   - hosts: each rank's report names its host (its first line, "host
+#     NAME", MPI's processor name): on the hosts, the one mpirun's mapping
+#     put it on (by slot: ranks 0-1 on node1, 2-3 on node2; by node: rank
+#     0 on node1, rank 1 on node2), never this machine's own name;
+#   - bytes: on 2 hosts x 1 rank, every byte the communication ledger
+#     counted for a rank went to or came from the other host, and for 2
+#     ranks the ledger's count of every call is the least that must cross
+#     between them (common/comm_ledger.h): so each host's eth0, the veth
+#     end in its namespace, sent at least what its rank's ledger sent and
+#     received at least what it received. (On 2 x 2 ranks part of a rank's
+#     traffic stays on its host, and a tree or ring can forward a piece
+#     once for two ranks: there the counters are shown, not checked.)
+# Then a table: the wall time of each run (mpirun's start included) and
+# what the driver timed itself, TCP against shared memory, and the bytes
+# each host's eth0 moved; lesson 00's ping-pong here and between the
+# hosts (latency, bandwidth); and the closing line "N passed, N failed".
+#
+#   tests/cluster/run.sh          (make test-cluster builds the drivers first)
+# Exit status: 0 when every check passed, 1 when one failed, 77 (skipped,
+# after saying why) where hosts cannot be made here, 2 when the drivers
+# are not built. Everything it writes is under build/test-cluster/.
+set -u
+cd "$(dirname "$0")/../.."
+here=$PWD
+build=${ZZ_BUILD_DIR:-build/solution}
+work=build/test-cluster
+programs="00-setup/pingpong 02-mpi-matvec/matvec_mpi 05-data-parallel/train 06-zero/train_zero 07-offload/train_offload"
+
+# First, here: the drivers, then the hosts, and this script again on them.
+if [ -z "${ZZ_CLUSTER_DIR:-}" ]; then
+    for program in $programs; do
+        [ -x "$build/$program" ] || {
+            echo "test-cluster: $build/$program is not built (make test-cluster builds it)" >&2
+            exit 2
+        }
+    done
+    rm -rf "$work"
+    mkdir -p "$work"
+    start=$(date +%s)
+    scripts/cluster/hosts.sh --hosts 2 --slots 2 -- "$0" "$@"
+    status=$?
+    if [ "$status" = 77 ]; then
+        echo "test-cluster: [skip] every case: no hosts can be made here (above: why)"
+        echo "0 passed, 0 failed, 1 skipped"
+    elif [ -f "$work/tally" ]; then
+        echo "test-cluster: $(($(date +%s) - start)) s in all"
+        awk '{ p += $1; f += $2 } END { printf "%d passed, %d failed\n", p, f }' "$work/tally"
+    else
+        echo "test-cluster: the hosts ended with status $status before any check"
+        echo "0 passed, 1 failed"
+        status=1
+    fi
+    exit "$status"
+fi
+
+# From here on, the hosts are up (ZZ_CLUSTER_*: scripts/cluster/hosts.sh).
+tally=$work/tally
+: > "$tally"
+status=0
+pass() { echo "  [pass] $*"; echo "1 0" >> "$tally"; }
+fail() { echo "  [FAIL] $*"; echo "0 1" >> "$tally"; status=1; }
+
+# The one-host launcher: the Makefile's (ZZ_MPIRUN), or Open MPI's as it
+# would be.
+if [ -n "${ZZ_MPIRUN:-}" ]; then
+    read -r -a one_host_mpirun <<< "$ZZ_MPIRUN"
+else
+    one_host_mpirun=(mpirun --oversubscribe)
+    [ "$(id -u)" != 0 ] || one_host_mpirun=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "${one_host_mpirun[@]}")
+fi
+limit=300   # seconds a run may take, here and on the hosts
+machine=$(hostname)
+read -r -a hosts <<< "$ZZ_CLUSTER_HOSTS"
+
+# eth0's received and sent bytes on HOST, from its holder's /proc/PID/net
+# (which shows the network namespace PID is in).
+counters() {   # counters HOST -> "RX TX"
+    local pid
+    pid=$(awk -v host="$1" '$1 == host { print $2 }' "$ZZ_CLUSTER_DIR/hosts")
+    awk '$1 == "eth0:" { print $2, $10 }' "/proc/$pid/net/dev"
+}
+all_counters() { local host; for host in "${hosts[@]}"; do counters "$host"; done; }
+
+# A report's host, and its ledger's bytes sent and received, all calls.
+report_host() { awk '$1 == "host" { print $2; exit }' "$1"; }
+ledger_bytes() { awk '$1 == "comm" { s += $4; r += $5 } END { printf "%d %d\n", s, r }' "$1"; }
+
+# What the driver itself timed, from its output: lesson 02's communication
+# (the median of its repetitions), lessons 05-07's training steps.
+driver_time() {   # driver_time LOG
+    sed -nE 's/^summary: .*comm_ms=([0-9.]+).*/\1 ms/p; s/.* took ([0-9.]+) s of the run.*/\1 s/p' "$1" | head -1
+}
+
+now() { date +%s.%N; }
+seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# Runs a launcher with a time limit that ends mpirun gently first (it
+# takes its ranks and daemons with it). timeout puts mpirun in a process
+# group of its own, which an interrupt to this one does not reach: this
+# script passes it on, and stops.
+running=
+launch() {   # launch LOG COMMAND...
+    local log=$1 launch_status
+    shift
+    timeout -k 10 "$limit" "$@" > "$log" 2>&1 &
+    running=$!
+    wait "$running" && launch_status=0 || launch_status=$?
+    running=
+    return "$launch_status"
+}
+interrupted() {   # interrupted STATUS
+    if [ -n "$running" ]; then
+        kill -TERM "$running" 2>/dev/null
+        wait "$running"
+    fi
+    echo "test-cluster: interrupted"
+    exit "$1"
+}
+trap 'interrupted 130' INT
+trap 'interrupted 143' TERM
+
+# Compares two files of doubles: bitwise, or (TOLERANCE > 0) within
+# TOLERANCE times the largest magnitude in the first. Prints what it found.
+compare_doubles() {   # compare_doubles A B TOLERANCE
+    if cmp -s "$1" "$2"; then
+        echo bitwise
+        return 0
+    fi
+    if [ "$(stat -c %s "$1")" != "$(stat -c %s "$2")" ]; then
+        echo "of another length ($(stat -c %s "$1") and $(stat -c %s "$2") bytes)"
+        return 1
+    fi
+    paste <(od -An -v -tf8 -w8 "$1") <(od -An -v -tf8 -w8 "$2") |
+        awk -v tolerance="$3" '
+            function abs(v) { return v < 0 ? -v : v }
+            { if (abs($1) > largest) largest = abs($1)
+              if (first == "" && $1 != $2) first = NR - 1
+              if (abs($1 - $2) > worst) { worst = abs($1 - $2); at = NR - 1; a = $1; b = $2 } }
+            END {
+              if (tolerance > 0 && worst <= tolerance * largest) {
+                  printf "within %.3g of the largest |value| (%.3g apart at most; not bitwise)\n", tolerance, worst
+                  exit 0
+              }
+              printf "different: element %d is %.17g here, %.17g on the hosts (first difference: element %d)\n", at, a, b, first
+              exit 1
+            }'
+}
+
+# One case: NAME, P, the mapping on the hosts (slot or node), TOLERANCE
+# for the comparison (0: bitwise), the driver and its arguments.
+timings=()
+run_case() {
+    local name=$1 ranks=$2 map=$3 tolerance=$4 program=$5
+    shift 5
+    local label="$name, $ranks ranks" slug
+    slug=$(echo "$name-$ranks" | tr -c 'a-zA-Z0-9-\n' '-')
+    local one=$here/$work/$slug-one cluster=$here/$work/$slug-hosts
+    mkdir -p "$one" "$cluster"
+    echo "$label: here (shared memory) and on ${#hosts[@]} hosts by $map (TCP)"
+
+    local t0 t1 t2 ok=true
+    t0=$(now)
+    launch "$one.log" "${one_host_mpirun[@]}" -np "$ranks" "$here/$build/$program" "$@" --out "$one" ||
+        { fail "$label: here: $program ended with status $? ($one.log):"; tail -5 "$one.log" | sed 's/^/      /'; ok=false; }
+    t1=$(now)
+    local before after
+    before=$(all_counters)
+    launch "$cluster.log" "$ZZ_CLUSTER_MPIRUN" -np "$ranks" --map-by "$map" --bind-to none "$here/$build/$program" "$@" --out "$cluster" ||
+        { fail "$label: on the hosts: $program ended with status $? ($cluster.log):"; tail -5 "$cluster.log" | sed 's/^/      /'; ok=false; }
+    t2=$(now)
+    after=$(all_counters)
+    $ok || return 0
+
+    # Each rank's host.
+    local r want got wrong=""
+    for r in $(seq 0 $((ranks - 1))); do
+        if [ "$map" = node ]; then want=${hosts[$((r % ${#hosts[@]}))]}
+        else want=${hosts[$((r / (ranks / ${#hosts[@]})))]}; fi
+        got=$(report_host "$cluster/rank-$r.txt")
+        [ "$got" = "$want" ] && [ "$got" != "$machine" ] ||
+            wrong+=" rank $r on '${got:-(none)}', not $want;"
+        got=$(report_host "$one/rank-$r.txt")
+        [ "$got" = "$machine" ] || wrong+=" rank $r here on '${got:-(none)}', not $machine;"
+    done
+    if [ -z "$wrong" ]; then
+        pass "$label: each rank reports its host: $(for r in $(seq 0 $((ranks - 1))); do printf '%s ' "$(report_host "$cluster/rank-$r.txt")"; done)(here: $machine)"
+    else
+        fail "$label: hosts:$wrong"
+    fi
+
+    # The results.
+    local file files=0 verdict worst=bitwise
+    for file in "$one"/*.bin; do
+        [ -e "$file" ] || continue
+        files=$((files + 1))
+        if [ ! -f "$cluster/${file##*/}" ]; then
+            fail "$label: the hosts' run wrote no ${file##*/}"
+            worst=
+            continue
+        fi
+        if verdict=$(compare_doubles "$file" "$cluster/${file##*/}" "$tolerance"); then
+            [ "$verdict" = bitwise ] || worst=$verdict
+        else
+            fail "$label: ${file##*/}: $verdict"
+            worst=
+        fi
+    done
+    if [ "$files" = 0 ]; then
+        fail "$label: the one-host run wrote no results"
+    elif [ -n "$worst" ]; then
+        pass "$label: $files result files, $worst, as on one host"
+    fi
+
+    # The bytes: each host's eth0 against the ledgers of the ranks on it.
+    local k host rx tx sent received s rcv line bytes=""
+    for k in "${!hosts[@]}"; do
+        host=${hosts[$k]}
+        read -r rx tx <<< "$(paste -d' ' <(echo "$before" | sed -n "$((k + 1))p") <(echo "$after" | sed -n "$((k + 1))p") |
+            awk '{ print $3 - $1, $4 - $2 }')"
+        sent=0 received=0
+        for r in $(seq 0 $((ranks - 1))); do
+            [ "$(report_host "$cluster/rank-$r.txt")" = "$host" ] || continue
+            read -r s rcv <<< "$(ledger_bytes "$cluster/rank-$r.txt")"
+            sent=$((sent + s)) received=$((received + rcv))
+        done
+        line="$host's eth0 sent $tx and received $rx bytes; the ledger of its ranks: sent $sent, received $received"
+        bytes+="$host $tx $rx "
+        if [ "$map" = node ] && [ "$ranks" = "${#hosts[@]}" ]; then
+            if [ "$sent" -gt 0 ] && [ "$tx" -ge "$sent" ] && [ "$rx" -ge "$received" ]; then
+                pass "$label: $line"
+            else
+                fail "$label: $line: the veth must carry at least what the ledger counted, and the ledger count some bytes"
+            fi
+        else
+            echo "  [info] $label: $line (not checked: part of it stays on the host)"
+        fi
+    done
+    timings+=("$(printf '%-24s %5s %7s %7s %11s %11s   %s' "$name" "$ranks" "$(seconds "$t0" "$t1")" "$(seconds "$t1" "$t2")" "$(driver_time "$one.log")" "$(driver_time "$cluster.log")" "$bytes")")
+}
+
+b=$build
+small_model=(--hidden 3 --width 149 --steps 3 --local-batch 4 --samples 40 --held-out 8)
+cases() {   # cases P MAP
+    run_case "02 rows" "$1" "$2" 0 02-mpi-matvec/matvec_mpi --m 32768 --n 256 --reps 5
+    run_case "02 columns" "$1" "$2" 1e-12 02-mpi-matvec/matvec_mpi --columns --m 32768 --n 256 --reps 5
+    run_case "05 ring allreduce" "$1" "$2" 0 05-data-parallel/train --steps 10 --local-batch 16 --samples 1024
+    run_case "06 stage 3, prefetch" "$1" "$2" 0 06-zero/train_zero --stage 3 --prefetch "${small_model[@]}"
+    run_case "07 offload (on stage 2)" "$1" "$2" 0 07-offload/train_offload "${small_model[@]}"
+}
+cases 4 slot
+cases 2 node
+
+# Latency and bandwidth between two ranks (lesson 00's ping-pong): here,
+# and between the hosts. Shown, not checked.
+pingpong=()
+for where in here hosts; do
+    if [ "$where" = here ]; then launcher=("${one_host_mpirun[@]}" -np 2)
+    else launcher=("$ZZ_CLUSTER_MPIRUN" -np 2 --map-by node --bind-to none); fi
+    if launch "$here/$work/pingpong-$where.log" "${launcher[@]}" "$here/$build/00-setup/pingpong" --max-bytes 4194304 --reps 50; then
+        pingpong+=("$(sed -n 's/^summary: //p' "$work/pingpong-$where.log")")
+    else
+        pingpong+=("(did not run: $work/pingpong-$where.log)")
+    fi
+done
+
+echo
+echo "Wall time of each run in seconds, mpirun's start included, and what the"
+echo "driver timed itself (02: communication, median; 05-07: the steps): here"
+echo "over shared memory, on the hosts over TCP; then the bytes each host's"
+echo "eth0 sent and received."
+printf '%-24s %5s %7s %7s %11s %11s   %s\n' "case" "ranks" "here" "hosts" "here" "hosts" "host sent received ..."
+printf '%s\n' "${timings[@]}"
+echo "ping-pong, 2 ranks: here ${pingpong[0]}; between hosts ${pingpong[1]}"
+exit "$status"
