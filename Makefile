@@ -497,12 +497,14 @@ grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree, 
 	@$(MAKE) -s --no-print-directory mpi-ready
 	@scripts/grade.sh $(if $(L),--lesson $(LESSON_DIR)) $(if $(SUBMISSION),--submission $(SUBMISSION)) $(if $(SANDBOX),--sandbox)
 
-# make -jN grade-all (or JOBS=N): N gradings at once.
+# make -jN grade-all (or JOBS=N): N gradings at once. SLURM=1: as a Slurm
+# job array, one task per submission (scripts/grade-all.sh). L=NN: one lesson.
 GRADE_JOBS = $(or $(JOBS),$(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))))
-grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at once): a CSV roster, a log each
+grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at once; SLURM=1: a job array): a CSV roster, a log each
 	@test -n "$(SUBMISSIONS)" || { echo "make grade-all: say where: make grade-all SUBMISSIONS=folder-of-submissions" >&2; exit 2; }
+	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make grade-all: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@$(MAKE) -s --no-print-directory mpi-ready $(call library_parts,$($(GRADE_VARIANT)_LIBRARY))
-	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(if $(SANDBOX),--sandbox)
+	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(if $(SANDBOX),--sandbox) $(if $(L),--lesson $(LESSON_DIR)) $(if $(SLURM),--slurm)
 
 progress: ## one line per lesson and TODO, from your last make check and make grade
 	@$(MAKE) -s --no-print-directory build/grade-tool/grade
@@ -540,7 +542,7 @@ run-suites:
 # them give the one-host results (tests/cluster/run.sh says what it
 # checks). Skipped, with the reason and status 77, where hosts cannot be
 # made; not part of make test.
-CLUSTER_PROGRAMS := $(addprefix build/solution/,00-setup/pingpong 02-mpi-matvec/matvec_mpi 05-data-parallel/train 06-zero/train_zero 07-offload/train_offload)
+CLUSTER_PROGRAMS := $(addprefix build/solution/,00-setup/pingpong 02-mpi-matvec/matvec_mpi 03-openmp/hybrid 05-data-parallel/train 06-zero/train_zero 07-offload/train_offload)
 test-cluster: ## run the MPI lessons across hosts made here (namespaces, TCP; as root)
 	@test "$(MPI)" = openmpi || { echo "make test-cluster: the hosts run Open MPI (MPI=openmpi)" >&2; exit 2; }
 	@$(MAKE) --no-print-directory deps-ready DEPS_OPTIONS="$(DEPS_OPTIONS) --cluster"

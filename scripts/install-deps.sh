@@ -7,7 +7,9 @@
 # CC=clang); with --mpich also MPICH (make MPI=mpich); with --extras also
 # gnuplot and pandoc (plots and slides); with --cluster also what make
 # test-cluster makes hosts with on Linux (iproute2's ip; util-linux's
-# unshare, nsenter, setpriv). Debian/Ubuntu (apt-get), Fedora
+# unshare, nsenter, setpriv) and the Slurm it starts on them (slurmctld,
+# slurmd, the client commands, munge, and the PMIx plugin for srun
+# --mpi=pmix). Debian/Ubuntu (apt-get), Fedora
 # (dnf), macOS (Homebrew). Safe to run again: it installs only what is
 # missing. CUDA is optional and never installed here.
 #
@@ -16,7 +18,8 @@
 #   scripts/install-deps.sh --clang    also clang and its OpenMP runtime
 #   scripts/install-deps.sh --mpich    also MPICH, beside Open MPI
 #   scripts/install-deps.sh --extras   also gnuplot and pandoc
-#   scripts/install-deps.sh --cluster  also ip, unshare, nsenter, setpriv
+#   scripts/install-deps.sh --cluster  also ip, unshare, nsenter, setpriv,
+#                                      Slurm and munge
 set -euo pipefail
 
 check_only=false
@@ -31,7 +34,7 @@ for arg in "$@"; do
         --clang) clang=true ;;
         --mpich) mpich=true ;;
         --cluster) cluster=true ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -62,6 +65,7 @@ $mpich && ! have mpichversion && missing+=(mpich)
 if $cluster && [ "$(uname -s)" = Linux ]; then
     have ip || missing+=(iproute2)
     have unshare && have nsenter && have setpriv || missing+=(util-linux)
+    have slurmctld && have slurmd && have sbatch && have munged || missing+=(slurm)
 fi
 if $extras; then
     have pandoc || missing+=(pandoc)
@@ -106,6 +110,7 @@ for need in "${missing[@]}"; do
         apt-get:gnuplot) packages+=(gnuplot-nox) ;;
         apt-get:iproute2) packages+=(iproute2) ;;
         apt-get:util-linux) packages+=(util-linux) ;;
+        apt-get:slurm) packages+=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge) ;;
         dnf:compiler) packages+=(gcc) ;;
         dnf:make) packages+=(make) ;;
         dnf:patch) packages+=(patch) ;;
@@ -121,6 +126,7 @@ for need in "${missing[@]}"; do
         dnf:gnuplot) packages+=(gnuplot) ;;
         dnf:iproute2) packages+=(iproute) ;;
         dnf:util-linux) packages+=(util-linux) ;;
+        dnf:slurm) packages+=(slurm-slurmctld slurm-slurmd slurm munge) ;;
         brew:compiler) ;;  # Xcode's command line tools: xcode-select --install
         brew:make) ;;
         brew:patch) ;;     # macOS has patch

@@ -28,6 +28,11 @@
 # each host's eth0 moved; lesson 00's ping-pong here and between the
 # hosts (latency, bandwidth); and the closing line "N passed, N failed".
 #
+# Then a real Slurm on the same hosts (scripts/cluster/slurm.sh) runs the
+# job scripts of scripts/slurm/ and make grade-all's job array
+# (tests/cluster/slurm.sh); skipped, with the reason, where Slurm is not
+# installed (scripts/install-deps.sh --cluster installs it).
+#
 #   tests/cluster/run.sh          (make test-cluster builds the drivers first)
 # Exit status: 0 when every check passed, 1 when one failed, 77 (skipped,
 # after saying why) where hosts cannot be made here, 2 when the drivers
@@ -37,7 +42,7 @@ cd "$(dirname "$0")/../.."
 here=$PWD
 build=${ZZ_BUILD_DIR:-build/solution}
 work=build/test-cluster
-programs="00-setup/pingpong 02-mpi-matvec/matvec_mpi 05-data-parallel/train 06-zero/train_zero 07-offload/train_offload"
+programs="00-setup/pingpong 02-mpi-matvec/matvec_mpi 03-openmp/hybrid 05-data-parallel/train 06-zero/train_zero 07-offload/train_offload"
 
 # First, here: the drivers, then the hosts, and this script again on them.
 if [ -z "${ZZ_CLUSTER_DIR:-}" ]; then
@@ -57,7 +62,7 @@ if [ -z "${ZZ_CLUSTER_DIR:-}" ]; then
         echo "0 passed, 0 failed, 1 skipped"
     elif [ -f "$work/tally" ]; then
         echo "test-cluster: $(($(date +%s) - start)) s in all"
-        awk '{ p += $1; f += $2 } END { printf "%d passed, %d failed\n", p, f }' "$work/tally"
+        awk '{ p += $1; f += $2; s += $3 } END { printf "%d passed, %d failed%s\n", p, f, (s ? ", " s " skipped" : "") }' "$work/tally"
     else
         echo "test-cluster: the hosts ended with status $status before any check"
         echo "0 passed, 1 failed"
@@ -284,4 +289,20 @@ echo "eth0 sent and received."
 printf '%-24s %5s %7s %7s %11s %11s   %s\n' "case" "ranks" "here" "hosts" "here" "hosts" "host sent received ..."
 printf '%s\n' "${timings[@]}"
 echo "ping-pong, 2 ranks: here ${pingpong[0]}; between hosts ${pingpong[1]}"
+
+# A real Slurm on these hosts, its job scripts and make grade-all's job
+# array (tests/cluster/slurm.sh says what it checks). Without Slurm it is
+# skipped, with the reason.
+echo
+rm -rf "$work/slurm"
+scripts/cluster/slurm.sh -- tests/cluster/slurm.sh &
+running=$!
+wait "$running" && slurm_status=0 || slurm_status=$?
+running=
+case "$slurm_status" in
+    0) ;;
+    77) echo "  [skip] Slurm: every job (above: why)"; echo "0 0 1" >> "$tally" ;;
+    *) [ -f "$work/slurm/ran" ] || fail "Slurm: it did not come up (above: why)"
+       status=1 ;;
+esac
 exit "$status"
