@@ -71,20 +71,29 @@ for tool in ip unshare nsenter setpriv; do
         skip "'$tool' is not installed (iproute2, util-linux)"
 done
 
-# The processes in our namespaces (the holders, and mpirun's daemons and
-# ranks if COMMAND left any behind): only this run's processes can be
-# there. By the namespaces' own ids, noted when they were made: a holder
-# may be gone already.
+# The processes other than the holders in our namespaces (mpirun's daemons
+# and ranks, if COMMAND left any behind): only this run's processes can be
+# there. By the namespaces' own ids, noted when they were made, and only
+# while their holders live: the kernel gives a freed namespace's id to the
+# next one made, which may be another run's (two runs at once would kill
+# each other's hosts).
 in_our_namespaces() {
-    local pid ns
+    local pid ns k live=" "
+    for k in "${!namespaces[@]}"; do
+        [ "$(readlink "/proc/${namespace_holders[$k]}/ns/net" 2>/dev/null)" != "${namespaces[$k]}" ] ||
+            live+="${namespaces[$k]} "
+    done
+    [ "$live" != " " ] || return 0
     for pid in /proc/[0-9]*; do
+        case " ${holders[*]} " in *" ${pid#/proc/} "*) continue ;; esac
         ns=$(readlink "$pid/ns/net" 2>/dev/null) || continue
-        case " ${namespaces[*]} " in *" $ns "*) echo "${pid#/proc/}" ;; esac
+        case "$live" in *" $ns "*) echo "${pid#/proc/}" ;; esac
     done
 }
 
 holders=()
 namespaces=()
+namespace_holders=()
 state=
 cleanup() {
     local status=$? holder stray
@@ -95,7 +104,7 @@ cleanup() {
         kill -KILL $stray 2>/dev/null || true
         sleep 0.1
     done
-    for holder in "${holders[@]}"; do   # one still starting, if it is ours
+    for holder in "${holders[@]}"; do   # then the holders, if they are ours
         [ "$(awk '{ print $4 }' "/proc/$holder/stat" 2>/dev/null)" != "$$" ] ||
             kill -KILL "$holder" 2>/dev/null || true
     done
@@ -127,6 +136,7 @@ start_holder() {   # start_holder NAME
            [ "$(readlink "/proc/$holder/ns/uts" 2>/dev/null)" != "$own_uts" ] &&
            [ "$(nsenter -t "$holder" -u hostname 2>/dev/null)" = "$1" ]; then
             namespaces+=("$(readlink "/proc/$holder/ns/net")")
+            namespace_holders+=("$holder")
             return 0
         fi
         kill -0 "$holder" 2>/dev/null ||

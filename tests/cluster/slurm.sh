@@ -100,7 +100,7 @@ for script in scripts/slurm/*.sbatch; do
     esac
 done
 
-# srun from the login node, as docs/clusters-slurm.md shows it.
+# srun from the login node, as docs/clusters.md (its Slurm section) shows it.
 srun_log=$work/srun-direct.out
 timeout -k 10 "$limit" srun --nodes=2 --ntasks=4 --mpi=pmix build/solution/02-mpi-matvec/matvec_mpi --m 2048 --n 512 > "$srun_log" 2>&1
 srun_status=$?
