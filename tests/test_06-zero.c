@@ -51,16 +51,6 @@ static const struct {
       "a buffer of 2^33 + 5 elements (sizes past 32 bits)" },
 };
 
-/* Rank r's block, from the partition's definition (the first total % P
- * blocks one longer), not from partition.h. */
-static void block_of(size_t total, int ranks, int r, size_t *begin,
-                     size_t *end)
-{
-    size_t q = total / (size_t)ranks, extra = total % (size_t)ranks;
-    *begin = (size_t)r * q + ((size_t)r < extra ? (size_t)r : extra);
-    *end = *begin + q + ((size_t)r < extra ? 1 : 0);
-}
-
 /* Runs the producer's owned case for every rank of the case and checks
  * each part: its length, and, when it is not empty, where it begins. */
 START_TEST(owned_part_case)
@@ -81,7 +71,7 @@ START_TEST(owned_part_case)
     const size_t first = parts[_i].offset, last = first + parts[_i].count;
     for (int rank = 0; rank < ranks; rank++) {
         size_t begin, end;
-        block_of(parts[_i].total, ranks, rank, &begin, &end);
+        training_block_of(parts[_i].total, ranks, rank, &begin, &end);
         size_t want_begin = begin > first ? begin : first;
         size_t want_end = end < last ? end : last;
         size_t want = want_end > want_begin ? want_end - want_begin : 0;
@@ -124,39 +114,13 @@ static run_result run_stage(int stage, int ranks, const run_shape *shape,
                             const char *const *extra, const char *out,
                             double timeout_s)
 {
-    char numbers[7][32];
-    snprintf(numbers[0], sizeof numbers[0], "%d", stage);
-    snprintf(numbers[1], sizeof numbers[1], "%d", shape->steps);
-    snprintf(numbers[2], sizeof numbers[2], "%d", shape->batch);
-    snprintf(numbers[3], sizeof numbers[3], "%d", shape->hidden);
-    snprintf(numbers[4], sizeof numbers[4], "%d", shape->width);
-    snprintf(numbers[5], sizeof numbers[5], "%d", shape->samples);
-    snprintf(numbers[6], sizeof numbers[6], "%d", shape->held_out);
-    char lr[32];
-    snprintf(lr, sizeof lr, "%.17g", shape->learning_rate);
-    char *args[32] = { "--stage", numbers[0], "--steps", numbers[1],
-                       "--local-batch", numbers[2], "--hidden", numbers[3],
-                       "--width", numbers[4], "--samples", numbers[5],
-                       "--held-out", numbers[6], "--lr", lr };
-    int n = 16;
-    if (out != NULL) {
-        args[n++] = "--out";
-        args[n++] = (char *)out;
-    }
-    for (int k = 0; extra != NULL && extra[k] != NULL && n < 30; k++)
-        args[n++] = (char *)extra[k];
-    args[n] = NULL;
-    return harness_run_mpi(LESSON, "train_zero", ranks, args, NULL,
-                           timeout_s);
-}
-
-/* The layer that element i belongs to. */
-static int layer_of(const training_reference *ref, size_t i)
-{
-    int l = 0;
-    while (l + 1 < ref->layer_count && ref->layer_begin[l + 1] <= i)
-        l++;
-    return l;
+    char number[32];
+    snprintf(number, sizeof number, "%d", stage);
+    const char *flags[16] = { "--stage", number };
+    for (int k = 0; extra != NULL && extra[k] != NULL && k < 13; k++)
+        flags[2 + k] = extra[k];
+    return training_run(LESSON, "train_zero", ranks, shape, flags, out,
+                        timeout_s);
 }
 
 /* Which rank's block holds element i. */
@@ -164,7 +128,7 @@ static int owner_of(size_t total, int ranks, size_t i)
 {
     for (int r = 0; r < ranks; r++) {
         size_t begin, end;
-        block_of(total, ranks, r, &begin, &end);
+        training_block_of(total, ranks, r, &begin, &end);
         if (i >= begin && i < end)
             return r;
     }
@@ -258,7 +222,7 @@ static void expect_reference_weights(const char *out, int stage, int ranks,
                               "parameter %zu (layer %d, owned by rank %d) is "
                               "%.9g, rank 0's %.9g: the ranks' models "
                               "drifted apart. Hint: %s", what, rank, i,
-                              layer_of(ref, i), owner_of(ref->total, ranks, i),
+                              training_layer_of(ref, i), owner_of(ref->total, ranks, i),
                               values[i], first[i],
                               stage_hint(stage, prefetch));
         }
@@ -281,7 +245,7 @@ static void expect_reference_weights(const char *out, int stage, int ranks,
                 continue;
             ck_assert_msg(0, "%s: rank %d's parameter %zu (layer %d, owned "
                           "by rank %d) is %.9g; plain data parallel gives "
-                          "%.9g. Hint: %s", what, rank, i, layer_of(ref, i),
+                          "%.9g. Hint: %s", what, rank, i, training_layer_of(ref, i),
                           owner_of(ref->total, ranks, i), values[k], want,
                           stage_hint(stage, prefetch));
         }
@@ -293,7 +257,7 @@ static void expect_reference_weights(const char *out, int stage, int ranks,
             ck_assert_msg(values[k] == want, "%s: rank %d's fp32 master "
                           "weight %zu (layer %d, its own part) is %.9g; plain "
                           "data parallel gives %.9g. Hint: %s", what, rank, i,
-                          layer_of(ref, i), values[k], want,
+                          training_layer_of(ref, i), values[k], want,
                           stage_hint(stage, prefetch));
         }
     }

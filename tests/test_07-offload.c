@@ -60,13 +60,7 @@ static const char *const update_hint =
 
 /* ---- The reference --------------------------------------------------------- */
 
-/* A case's buffers, as the producer's. */
-typedef struct {
-    size_t room;
-    float *master, *m, *v;
-    bf16 *grads, *params;
-} buffers;
-
+/* A case's buffers (producer/07-offload.h), from the judge's own heap. */
 static buffers buffers_alloc(size_t room)
 {
     buffers b = { room, malloc(room * sizeof(float) + 1),
@@ -77,15 +71,6 @@ static buffers buffers_alloc(size_t room)
     ck_assert_msg(b.master && b.m && b.v && b.grads && b.params,
                   "the tests are out of memory");
     return b;
-}
-
-static void buffers_free(buffers *b)
-{
-    free(b->master);
-    free(b->m);
-    free(b->v);
-    free(b->grads);
-    free(b->params);
 }
 
 /* What CASE_STEPS steps of adamw_step_mixed make of case k's buffers on
@@ -751,39 +736,8 @@ static run_result run_offload(int ranks, const run_shape *shape,
                               const char *const *extra, const char *out,
                               double timeout_s)
 {
-    char numbers[6][32];
-    snprintf(numbers[0], sizeof numbers[0], "%d", shape->steps);
-    snprintf(numbers[1], sizeof numbers[1], "%d", shape->batch);
-    snprintf(numbers[2], sizeof numbers[2], "%d", shape->hidden);
-    snprintf(numbers[3], sizeof numbers[3], "%d", shape->width);
-    snprintf(numbers[4], sizeof numbers[4], "%d", shape->samples);
-    snprintf(numbers[5], sizeof numbers[5], "%d", shape->held_out);
-    char lr[32];
-    snprintf(lr, sizeof lr, "%.17g", shape->learning_rate);
-    char *args[32] = { "--steps", numbers[0], "--local-batch", numbers[1],
-                       "--hidden", numbers[2], "--width", numbers[3],
-                       "--samples", numbers[4], "--held-out", numbers[5],
-                       "--lr", lr };
-    int n = 14;
-    if (out != NULL) {
-        args[n++] = "--out";
-        args[n++] = (char *)out;
-    }
-    for (int k = 0; extra != NULL && extra[k] != NULL && n < 30; k++)
-        args[n++] = (char *)extra[k];
-    args[n] = NULL;
-    return harness_run_mpi(LESSON, "train_offload", ranks, args, NULL,
-                           timeout_s);
-}
-
-/* Rank r's block of the balanced partition, from its definition (the
- * first total % P blocks one longer), not from partition.h. */
-static void block_of(size_t total, int ranks, int r, size_t *begin,
-                     size_t *end)
-{
-    size_t q = total / (size_t)ranks, extra = total % (size_t)ranks;
-    *begin = (size_t)r * q + ((size_t)r < extra ? (size_t)r : extra);
-    *end = *begin + q + ((size_t)r < extra ? 1 : 0);
+    return training_run(LESSON, "train_offload", ranks, shape, extra, out,
+                        timeout_s);
 }
 
 static unsigned long long report_value(const char *report, int rank,
@@ -793,15 +747,6 @@ static unsigned long long report_value(const char *report, int rank,
     ck_assert_msg(harness_report_values(report, key, &value, 1) == 1,
                   "rank %d's report has no \"%s\" line", rank, key);
     return value;
-}
-
-/* The layer that element i belongs to. */
-static int layer_of(const training_reference *ref, size_t i)
-{
-    int l = 0;
-    while (l + 1 < ref->layer_count && ref->layer_begin[l + 1] <= i)
-        l++;
-    return l;
 }
 
 /* ---- The weights ---- */
@@ -819,7 +764,7 @@ static bool weights_match(const char *out, int ranks,
     ck_assert(values != NULL);
     for (int rank = 0; rank < ranks; rank++) {
         size_t begin, end;
-        block_of(ref->total, ranks, rank, &begin, &end);
+        training_block_of(ref->total, ranks, rank, &begin, &end);
         harness_read_doubles(out, "params", rank, values, ref->total);
         for (size_t i = 0; i < ref->total; i++) {
             double want = bf16_to_float(ref->params[i]);
@@ -828,7 +773,7 @@ static bool weights_match(const char *out, int ranks,
             int owner = 0;
             while (owner + 1 < ranks) {
                 size_t b, e;
-                block_of(ref->total, ranks, owner, &b, &e);
+                training_block_of(ref->total, ranks, owner, &b, &e);
                 if (i < e)
                     break;
                 owner++;
@@ -837,7 +782,7 @@ static bool weights_match(const char *out, int ranks,
              * allgather: said, as that is where to look. */
             snprintf(difference, size, "rank %d's parameter %zu on its "
                      "device (layer %d, in rank %d's slice) is %.9g; %s "
-                     "%.9g%s", rank, i, layer_of(ref, i), owner, values[i],
+                     "%.9g%s", rank, i, training_layer_of(ref, i), owner, values[i],
                      source, want,
                      owner != rank ? " (another rank's slice: it reaches "
                                      "this device only through the "
@@ -853,7 +798,7 @@ static bool weights_match(const char *out, int ranks,
                 continue;
             snprintf(difference, size, "rank %d's fp32 master weight %zu "
                      "(layer %d, its slice, in host memory) is %.9g; %s "
-                     "%.9g", rank, begin + k, layer_of(ref, begin + k),
+                     "%.9g", rank, begin + k, training_layer_of(ref, begin + k),
                      values[k], source, want);
             free(values);
             return false;
@@ -936,7 +881,7 @@ static size_t own_in_layer(const training_reference *ref, int ranks,
                            int rank, int l)
 {
     size_t begin, end;
-    block_of(ref->total, ranks, rank, &begin, &end);
+    training_block_of(ref->total, ranks, rank, &begin, &end);
     size_t first = ref->layer_begin[l];
     size_t last = l + 1 < ref->layer_count ? ref->layer_begin[l + 1]
                                            : ref->total;
@@ -991,7 +936,7 @@ static void expect_memory(const char *report, const training_reference *ref,
                           int ranks, int rank, bool delayed, char *failures)
 {
     size_t begin, end;
-    block_of(ref->total, ranks, rank, &begin, &end);
+    training_block_of(ref->total, ranks, rank, &begin, &end);
     const unsigned long long slice = end - begin;
     unsigned long long in_flight = 0, one_layer = 0;
     for (int l = 0; l < ref->layer_count; l++) {
@@ -1088,7 +1033,7 @@ static void expect_traffic(const char *report, const training_reference *ref,
                            int ranks, int rank, int steps, char *failures)
 {
     size_t begin, end;
-    block_of(ref->total, ranks, rank, &begin, &end);
+    training_block_of(ref->total, ranks, rank, &begin, &end);
     const unsigned long long want = 2ull * (end - begin) * (unsigned)steps;
     unsigned long long down = report_value(report, rank, "to_host");
     unsigned long long up = report_value(report, rank, "to_device");

@@ -4,6 +4,7 @@
 #include "training_reference.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,4 +120,48 @@ training_reference training_reference_run(int ranks, int batch,
     mlp_free(&model);
     dataset_free(&data);
     return ref;
+}
+
+run_result training_run(const char *lesson, const char *program, int ranks,
+                        const run_shape *shape, const char *const *extra,
+                        const char *out, double timeout_s)
+{
+    char numbers[6][32];
+    snprintf(numbers[0], sizeof numbers[0], "%d", shape->steps);
+    snprintf(numbers[1], sizeof numbers[1], "%d", shape->batch);
+    snprintf(numbers[2], sizeof numbers[2], "%d", shape->hidden);
+    snprintf(numbers[3], sizeof numbers[3], "%d", shape->width);
+    snprintf(numbers[4], sizeof numbers[4], "%d", shape->samples);
+    snprintf(numbers[5], sizeof numbers[5], "%d", shape->held_out);
+    char lr[32];
+    snprintf(lr, sizeof lr, "%.17g", shape->learning_rate);
+    char *args[32] = { "--steps", numbers[0], "--local-batch", numbers[1],
+                       "--hidden", numbers[2], "--width", numbers[3],
+                       "--samples", numbers[4], "--held-out", numbers[5],
+                       "--lr", lr };
+    int n = 14;
+    for (int k = 0; extra != NULL && extra[k] != NULL && n < 29; k++)
+        args[n++] = (char *)extra[k];
+    if (out != NULL) {
+        args[n++] = "--out";
+        args[n++] = (char *)out;
+    }
+    args[n] = NULL;
+    return harness_run_mpi(lesson, program, ranks, args, NULL, timeout_s);
+}
+
+void training_block_of(size_t total, int ranks, int r, size_t *begin,
+                       size_t *end)
+{
+    size_t q = total / (size_t)ranks, extra = total % (size_t)ranks;
+    *begin = (size_t)r * q + ((size_t)r < extra ? (size_t)r : extra);
+    *end = *begin + q + ((size_t)r < extra ? 1 : 0);
+}
+
+int training_layer_of(const training_reference *ref, size_t i)
+{
+    int l = 0;
+    while (l + 1 < ref->layer_count && ref->layer_begin[l + 1] <= i)
+        l++;
+    return l;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "bf16.h"
+#include "harness.h"
 #include "mlp.h"
 
 /* A run of the drivers: hidden layers of `width` units on the generated
@@ -52,5 +53,22 @@ training_reference training_reference_run(int ranks, int batch,
                                           const run_shape *shape,
                                           long delay_from);
 void training_reference_free(training_reference *ref);
+
+/* Runs PROGRAM of LESSON under mpirun on `ranks` ranks with the shape's
+ * flags (--steps, --local-batch, --hidden, --width, --samples, --held-out,
+ * --lr), then `extra` (NULL-terminated, may be NULL), then --out OUT when
+ * `out` is not NULL. */
+run_result training_run(const char *lesson, const char *program, int ranks,
+                        const run_shape *shape, const char *const *extra,
+                        const char *out, double timeout_s);
+
+/* Rank r's block of the balanced partition of `total` over `ranks`, from
+ * its definition (the first total % P blocks one longer), not from
+ * partition.h. */
+void training_block_of(size_t total, int ranks, int r, size_t *begin,
+                       size_t *end);
+
+/* The layer of `ref`'s model that element i belongs to. */
+int training_layer_of(const training_reference *ref, size_t i);
 
 #endif

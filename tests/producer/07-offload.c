@@ -45,13 +45,7 @@
 #include "cpu_adam.h"
 #include "producer.h"
 
-/* A case's buffers: (room) elements each, 64-byte aligned. */
-typedef struct {
-    size_t room;
-    float *master, *m, *v;
-    bf16 *grads, *params;
-} buffers;
-
+/* A case's buffers (07-offload.h): (room) elements each, 64-byte aligned. */
 static void *aligned_or_exit(size_t count, size_t size, const char *what)
 {
     size_t bytes = (count * size + 63) / 64 * 64;
@@ -72,15 +66,6 @@ static buffers buffers_alloc(size_t room)
                   aligned_or_exit(room, sizeof(bf16), "grads"),
                   aligned_or_exit(room, sizeof(bf16), "params") };
     return b;
-}
-
-static void buffers_free(buffers *b)
-{
-    free(b->master);
-    free(b->m);
-    free(b->v);
-    free(b->grads);
-    free(b->params);
 }
 
 /* ARG k, at most `high`; a bad command line exits with status 2, as

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bf16.h"
@@ -30,6 +31,23 @@ enum { CASE_STEPS = 3 };
  * CASE_ROOM or fewer in (1 .. 15 elements: no vector boundary), and every
  * element outside them must come back as it was generated. */
 enum { CASE_ROOM = 16, CASE_MAX_OFFSET = 15 };
+
+/* A case's buffers, each CASE_ROOM + length + CASE_ROOM elements (each
+ * side allocates them its own way, and frees them alike). */
+typedef struct {
+    size_t room;
+    float *master, *m, *v;
+    bf16 *grads, *params;
+} buffers;
+
+static inline void buffers_free(buffers *b)
+{
+    free(b->master);
+    free(b->m);
+    free(b->v);
+    free(b->grads);
+    free(b->params);
+}
 
 /* The lengths of the exact cases: none, one, one under, at and over a
  * vector of 16 floats (a whole AVX-512 register, two AVX2 ones), and a
