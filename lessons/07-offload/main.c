@@ -454,7 +454,7 @@ int main(int argc, char **argv)
     if (c.no_offload)
         zero_create(&t.zero, 0, false, &t.model, &adamw);
     else
-        offload_create(&t.offload, &t.model, &adamw, (long)c.steps,
+        offload_create(&t.offload, &t.model, &adamw,
                        c.dpu > 0 ? (long)c.dpu : -1);
     /* The OpenMP runtime allocates its own bookkeeping when it first
      * starts its threads: start them now (a product just large enough to

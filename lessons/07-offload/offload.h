@@ -63,7 +63,6 @@ typedef struct {
                                  scatters each layer's gradient with it. */
     long delay_from;          /* the delayed update from this step on
                                  (TODO 6); -1: never */
-    long steps;               /* how many steps the run takes */
     size_t own_count;         /* S */
 
     /* ---- yours (TODO 3): what this rank holds ---- */
@@ -131,7 +130,7 @@ void offload_finish(offload_state *o);
  * duplicate of MPI_COMM_WORLD, with lesson 06's state at stage 2 (which
  * checks your lesson 06 TODO 1); every rank calls it. */
 void offload_create(offload_state *o, mlp *model, const adamw_config *adamw,
-                    long steps, long delay_from);
+                    long delay_from);
 
 /* After offload_allocate: master from mlp_init_range's values of the own
  * slice, m = v = 0, device_params all Ψ initial values rounded to bf16

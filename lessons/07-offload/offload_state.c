@@ -41,14 +41,13 @@ void offload_check_alloc(offload_state *o, const void *block)
 }
 
 void offload_create(offload_state *o, mlp *model, const adamw_config *adamw,
-                    long steps, long delay_from)
+                    long delay_from)
 {
     memset(o, 0, sizeof *o);
     /* Lesson 06's stage 2: its partition, layers and communicator. Its
      * buffers are this lesson's (offload_allocate), never allocated by
      * zero_allocate. */
     zero_create(&o->zero, 2, false, model, adamw);
-    o->steps = steps;
     o->delay_from = delay_from;
     o->own_count = length_of(o->zero.own);
     o->tile_count = (o->own_count + CPU_ADAM_TILE - 1) / CPU_ADAM_TILE;
