@@ -25,7 +25,9 @@ void cpu_adam_tile(const cpu_adam_step *step, float *restrict master,
      * compiler vectorise it (#pragma omp simd): read the constants into
      * local variables before the loop (the stores through master, m and v
      * could otherwise change *step, as far as the compiler knows), and
-     * keep the loop free of branches and calls it cannot inline. */
+     * keep the loop free of branches and calls it cannot inline. Last,
+     * once the tests pass (optional; the README's "Streaming stores"):
+     * write the parameters with cpu_adam_store_line (cpu_adam.h). */
     NOT_DONE();
     /* TODO 1 end */
 }

@@ -32,21 +32,65 @@
 #define ZZ_LESSON07_CPU_ADAM_H
 
 #include <stddef.h>
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "bf16.h"
 #include "optimizer.h"
 
 /* The elements of one tile: what one thread updates in one go, and what
  * the offload driver sends back to the device at once, as soon as it is
- * done. 32768 elements hold 512 KiB of state (16 bytes each: master, m,
- * v, gradient, parameter), half of a core's 1 to 2 MiB L2, so a tile's
- * new bf16 parameters (64 KiB) are still in cache when their copy to the
- * device starts, while the core goes on with its next tile. It is long
- * enough (some 20-50 microseconds of work) that a callback costs nothing
- * measurable (tiles of 8K to 128K elements update equally fast), and
- * short enough that a model of a few million parameters splits into
- * dozens of tiles: the first copies start after a sliver of the step. */
+ * done. 32768 elements are some 20-50 microseconds of work: long enough
+ * that a callback costs nothing measurable (tiles of 8K to 128K elements
+ * update equally fast), and short enough that a model of a few million
+ * parameters splits into dozens of tiles, so the first copies up start
+ * after a sliver of the step. */
 enum { CPU_ADAM_TILE = 32768 };
+
+/* Given, for the last step of TODO 1 (the README's "Streaming stores";
+ * the tests pass without it). The bf16 parameters are the one buffer the
+ * step only writes. An ordinary store to a line that is not in cache
+ * first reads the line from memory ("read for ownership"), so each
+ * parameter costs 2 bytes read besides its 2 written: 30 bytes a
+ * parameter instead of 28. A streaming (non-temporal) store writes a
+ * whole 64-byte line without reading it, and without evicting the state
+ * that is still being worked on. cpu_adam_store_line writes one line of
+ * CPU_ADAM_LINE parameters so, from a buffer: `line` must be 64-byte
+ * aligned (&params[i] with i a multiple of CPU_ADAM_LINE from an aligned
+ * start: see the solution's split into head, lines and tail). Streaming
+ * stores are ordered by no lock: cpu_adam_store_fence, once a tile is
+ * written and before another thread may read it (tile_done's copy), makes
+ * them visible as ordinary stores are. On a CPU without them (not x86)
+ * these are an ordinary copy and nothing. */
+enum { CPU_ADAM_LINE = 64 / sizeof(bf16) };
+
+static inline void cpu_adam_store_line(bf16 *line,
+                                       const bf16 values[CPU_ADAM_LINE])
+{
+#if defined(__AVX512F__)
+    _mm512_stream_si512((void *)line, _mm512_loadu_si512(values));
+#elif defined(__AVX__)
+    for (int k = 0; k < 2; k++)
+        _mm256_stream_si256((__m256i *)line + k,
+                            _mm256_loadu_si256((const __m256i *)values + k));
+#elif defined(__SSE2__)
+    for (int k = 0; k < 4; k++)
+        _mm_stream_si128((__m128i *)line + k,
+                         _mm_loadu_si128((const __m128i *)values + k));
+#else
+    memcpy(line, values, CPU_ADAM_LINE * sizeof(bf16));
+#endif
+}
+
+static inline void cpu_adam_store_fence(void)
+{
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
 
 /* What one step needs besides the elements: adamw_step_mixed's constants
  * (optimizer.h: the settings and this step's bias corrections, made by
