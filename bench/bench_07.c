@@ -24,8 +24,14 @@
  * Repetitions are interleaved (every variant once per round, the order
  * rotated each round) so that a busy neighbour slows all of them alike;
  * medians are reported; every buffer is allocated and written before the
- * first timing; each timing starts after a pause in which the previous
- * variant's spinning threads go to sleep. Every variant of this program is
+ * first timing. Each timing follows a pause, in which the previous
+ * variant's spinning threads go to sleep (PyTorch's spin some 10 ms after
+ * a step, measured here), and then an untimed step of the same variant:
+ * the timed one is the second of two back to back, as a training loop
+ * runs its steps. The untimed step pays for waking the threads, which on
+ * this virtual machine is slow after an idle pause (an empty parallel
+ * region of 2 threads took 4-8 ms after 20 ms or more of idling, and
+ * microseconds after 5 ms or less) and is no part of a step in training. Every variant of this program is
  * checked against the reference once, bit for bit, before any timing. */
 #define _POSIX_C_SOURCE 200809L
 /* MADV_HUGEPAGE, where the system has it (Linux). */
@@ -393,6 +399,7 @@ int main(int argc, char **argv)
                 if (kind == TORCH || kind == TORCH_BF16) {
                     seconds[v][r] = torch_seconds(&torch, kind, threads);
                 } else {
+                    run(kind, threads, &c, &s);  /* wakes the threads */
                     double start = timer_now();
                     run(kind, threads, &c, &s);
                     seconds[v][r] = timer_now() - start;

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include "steps.h"
+#include "timer.h"
 
 /* Every call the ledger counts, once: the enum of kinds and the table of
  * names and counts are both made from this list, so they cannot drift
@@ -33,7 +34,7 @@
 #define AS_KIND(call) CALL_##call,
 typedef enum { LEDGER_CALLS(AS_KIND) CALL_KINDS } call_kind;
 
-#define AS_ENTRY(call) { "MPI_" #call, { 0, 0, 0 } },
+#define AS_ENTRY(call) { "MPI_" #call, { 0, 0, 0, 0 } },
 static struct {
     const char *name;
     comm_counts counts;
@@ -65,6 +66,19 @@ static int world_rank(void)
     return comm_rank(MPI_COMM_WORLD);
 }
 
+/* The call this rank is inside, and since when (timer_now). One of each,
+ * with no lock, like the counts: in this toolkit only the thread that
+ * started MPI calls it (MPI_Init, or lesson 03's MPI_Init_thread at
+ * MPI_THREAD_FUNNELED; lesson 07's host thread runs the CPU Adam and no
+ * MPI call), so enter and leave never run on two threads at once. Nor are
+ * they nested: each wrapper calls the PMPI_ entry point, which does not
+ * come back through the wrappers. Should some MPI library's PMPI_ call
+ * come back through one, `depth` keeps the clock on the outermost call,
+ * so that no second is counted twice. */
+static call_kind inside;
+static double inside_since;
+static int depth;
+
 /* Counts a call and marks it as the one this rank is inside. */
 static void enter(call_kind kind, uint64_t sent, uint64_t received)
 {
@@ -72,10 +86,17 @@ static void enter(call_kind kind, uint64_t sent, uint64_t received)
     ledger[kind].counts.bytes_sent += sent;
     ledger[kind].counts.bytes_received += received;
     steps_in_call(ledger[kind].name);
+    if (depth++ == 0) {
+        inside = kind;
+        inside_since = timer_now();
+    }
 }
 
+/* The call has returned: its wall time goes to its kind. */
 static int leave(int result)
 {
+    if (--depth == 0)
+        ledger[inside].counts.seconds += timer_now() - inside_since;
     steps_in_call(NULL);
     return result;
 }
@@ -1071,17 +1092,18 @@ comm_counts comm_ledger_of(const char *call)
     for (int k = 0; k < CALL_KINDS; k++)
         if (strcmp(ledger[k].name, call) == 0)
             return ledger[k].counts;
-    comm_counts none = { 0, 0, 0 };
+    comm_counts none = { 0, 0, 0, 0 };
     return none;
 }
 
 comm_counts comm_ledger_total(void)
 {
-    comm_counts total = { 0, 0, 0 };
+    comm_counts total = { 0, 0, 0, 0 };
     for (int k = 0; k < CALL_KINDS; k++) {
         total.calls += ledger[k].counts.calls;
         total.bytes_sent += ledger[k].counts.bytes_sent;
         total.bytes_received += ledger[k].counts.bytes_received;
+        total.seconds += ledger[k].counts.seconds;
     }
     return total;
 }
@@ -1089,7 +1111,7 @@ comm_counts comm_ledger_total(void)
 void comm_ledger_reset(void)
 {
     for (int k = 0; k < CALL_KINDS; k++) {
-        comm_counts zero = { 0, 0, 0 };
+        comm_counts zero = { 0, 0, 0, 0 };
         ledger[k].counts = zero;
     }
 }

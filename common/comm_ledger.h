@@ -1,5 +1,5 @@
 /* The communication ledger: bytes each rank sends and receives, by MPI call,
- * and the requests it has left open.
+ * the time it spends inside each, and the requests it has left open.
  *
  * It sits on MPI's profiling interface: this library defines MPI_Send,
  * MPI_Bcast, ... and passes each call on to the real one (PMPI_Send, ...)
@@ -66,12 +66,20 @@ typedef struct {
     uint64_t calls;
     uint64_t bytes_sent;
     uint64_t bytes_received;
+    /* Wall seconds this rank spent inside the call, summed over its
+     * calls, each from entering it to its return: waiting for the other
+     * ranks included, which is most of it when they arrive late. A non-blocking call's is the call alone
+     * (starting the operation); the time its completion takes is the Wait
+     * or Test form's that completes it. Read by given code (a driver's
+     * time split); comm_ledger_write leaves it out, so the written
+     * ledger's format is the same with and without it. */
+    double seconds;
 } comm_counts;
 
 /* The counts for one call by name ("MPI_Allgatherv"); zeros if unknown. */
 comm_counts comm_ledger_of(const char *call);
 
-/* All calls added up. */
+/* All calls added up: .seconds is the time this rank spent inside MPI. */
 comm_counts comm_ledger_total(void);
 
 /* Back to zero: a driver resets after its own set-up communication. The

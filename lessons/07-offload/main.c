@@ -31,6 +31,7 @@
 
 #include "check_mpi.h"
 #include "cli.h"
+#include "comm_ledger.h"
 #include "dataset.h"
 #include "device.h"
 #include "matmul.h"
@@ -63,9 +64,19 @@ static _Noreturn void refuse(const run_config *c, const char *why)
 
 /* ---- The steps of the loop (train.h) ---------------------------------- */
 
-/* Where the time of a step goes, on this rank (seconds, all steps). */
+/* Where the time of a step goes, on this rank (seconds, all steps), each
+ * taken by given code: this file's clock around the phases, and, inside
+ * the update, the communication ledger's clock of the MPI calls, the
+ * device layer's of the copies waited for, and host_task_wait's of the
+ * delayed update's task (offload_state.c). What the student's code says
+ * about itself plays no part. */
 typedef struct {
     double forward, backward, update;
+    double update_mpi;        /* inside MPI during the update: the
+                                 allgather (without offload, the reduce) */
+    double update_copy_waits; /* waiting for copies, either way, during
+                                 the update */
+    double update_task_wait;  /* in host_task_wait during the update */
 } step_times;
 
 typedef struct {
@@ -217,6 +228,9 @@ static float forward_backward(void *context, long step, const float *inputs,
 static void update(void *context, long step)
 {
     trainer *t = context;
+    const double mpi_before = comm_ledger_total().seconds;
+    const device_traffic copies_before = device_traffic_total();
+    const double task_wait_before = t->offload.task_wait_seconds;
     double start = timer_now();
     if (t->config->no_offload) {
         zero_reduce(&t->zero);
@@ -228,6 +242,13 @@ static void update(void *context, long step)
             offload_finish(&t->offload);
     }
     t->times.update += timer_now() - start;
+    const device_traffic copies_after = device_traffic_total();
+    t->times.update_mpi += comm_ledger_total().seconds - mpi_before;
+    t->times.update_copy_waits +=
+        copies_after.waited_to_host - copies_before.waited_to_host +
+        copies_after.waited_to_device - copies_before.waited_to_device;
+    t->times.update_task_wait += t->offload.task_wait_seconds -
+                                 task_wait_before;
     check_parameters(t, step);
     sample_heap(t);
     if (step + 1 == (long)t->config->steps) {
@@ -327,6 +348,34 @@ static void report_lines(void *context, FILE *report)
     free(values);
 }
 
+/* The optimizer step's time, wherever it ran (seconds, all steps): on the
+ * main thread, the update's remainder once its measured parts are taken
+ * out (time inside MPI, copies waited for, the task waited for); on the
+ * delayed update's thread, the task's runs. The remainder is the CPU Adam
+ * when it runs on the main thread (without the delay, and in the warm-up
+ * steps before it) with the update's small bookkeeping (starting copies
+ * and the task, freeing the landing buffers); with the delay, little
+ * else. Never below zero: a part measured on another thread (a copy the
+ * task waited for) may overlap the main thread's waits. */
+static double adam_seconds(const trainer *t)
+{
+    const step_times *times = &t->times;
+    double main_thread = times->update - times->update_mpi -
+                         times->update_copy_waits - times->update_task_wait;
+    return (main_thread > 0 ? main_thread : 0) +
+           t->offload.task_run_seconds;
+}
+
+/* Per step, in ms. Measured: forward_ms, backward_ms and update_ms (this
+ * file's clock around each phase); wait_down_ms and wait_up_ms (the device
+ * layer's clock of the copies waited for, the whole step); mpi_ms (the
+ * communication ledger's clock of the MPI calls made during the update:
+ * the allgather, or without offload the reduce; time waiting for the
+ * other ranks included); task_wait_ms (the update's time in
+ * host_task_wait: the delayed update's task not yet done). A remainder:
+ * adam_ms (adam_seconds). With the delay, the task's share of adam_ms
+ * runs beside the next step's forward and backward, not inside update_ms:
+ * adam_ms may exceed update_ms then, and only then. */
 static void summary_keys(void *context, FILE *out)
 {
     const trainer *t = context;
@@ -334,13 +383,15 @@ static void summary_keys(void *context, FILE *out)
     fprintf(out, " offload=%d dpu=%zu device_peak_bytes=%zu "
             "host_peak_bytes=%zu down_bytes_per_step=%" PRIu64
             " up_bytes_per_step=%" PRIu64 " forward_ms=%.3f backward_ms=%.3f"
-            " update_ms=%.3f wait_down_ms=%.3f wait_up_ms=%.3f",
+            " update_ms=%.3f wait_down_ms=%.3f wait_up_ms=%.3f mpi_ms=%.3f"
+            " adam_ms=%.3f task_wait_ms=%.3f",
             t->config->no_offload ? 0 : 1, t->config->dpu, t->device_peak,
             t->host_peak, per_step(t->traffic.to_host, t->config),
             per_step(t->traffic.to_device, t->config),
             t->times.forward * ms, t->times.backward * ms,
             t->times.update * ms, t->traffic.waited_to_host * ms,
-            t->traffic.waited_to_device * ms);
+            t->traffic.waited_to_device * ms, t->times.update_mpi * ms,
+            adam_seconds(t) * ms, t->times.update_task_wait * ms);
 }
 
 /* ---- The run ----------------------------------------------------------- */

@@ -51,10 +51,12 @@ typedef struct {
     bool running;
     void (*run)(void *context);
     void *context;
+    double run_seconds;       /* how long run took on its thread */
 } host_task;
 
 /* A rank's offload state. offload_create sets the first group; your code
- * sets and uses the second; the driver touches neither. */
+ * sets and uses the second; the driver changes neither (it reads the
+ * task clocks for its time split). */
 typedef struct {
     /* ---- given, read only ---- */
     zero_state zero;          /* lesson 06's state at stage 2: the
@@ -64,6 +66,10 @@ typedef struct {
     long delay_from;          /* the delayed update from this step on
                                  (TODO 6); -1: never */
     size_t own_count;         /* S */
+    double task_run_seconds;  /* the host tasks' runs on their thread, */
+    double task_wait_seconds; /* and the callers' time in host_task_wait,
+                                 summed by host_task_wait (the driver's
+                                 time split) */
 
     /* ---- yours (TODO 3): what this rank holds ---- */
     bf16 *device_params;      /* device, MEMORY_PARAMETERS: all Ψ */
@@ -162,7 +168,9 @@ zero_part offload_own_part(const offload_state *o, int layer);
 cpu_adam_step offload_adam_step(const offload_state *o, long step);
 
 /* Runs task->run(task->context) on a new thread; host_task_wait returns
- * when it has finished. Both stop the job on a failure. */
+ * when it has finished, adding the run's time and its own to o's
+ * task_run_seconds and task_wait_seconds. Both stop the job on a
+ * failure. */
 void host_task_start(offload_state *o, host_task *task,
                      void (*run)(void *context), void *context);
 void host_task_wait(offload_state *o, host_task *task);

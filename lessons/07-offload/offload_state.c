@@ -11,6 +11,7 @@
 #include "device.h"
 #include "memory_ledger.h"
 #include "offload.h"
+#include "timer.h"
 #include "zero_stages.h"
 
 /* Prints "train_offload: rank R: WHY" and ends the job (every rank). */
@@ -141,10 +142,14 @@ cpu_adam_step offload_adam_step(const offload_state *o, long step)
 
 /* ---- A host thread for the delayed update ------------------------------ */
 
+/* The run's time is taken on its own thread: what the job cost there,
+ * whether or not the caller was waiting for it meanwhile. */
 static void *host_task_main(void *argument)
 {
     host_task *task = argument;
+    const double start = timer_now();
     task->run(task->context);
+    task->run_seconds = timer_now() - start;
     return NULL;
 }
 
@@ -165,7 +170,11 @@ void host_task_wait(offload_state *o, host_task *task)
 {
     if (!task->running)
         offload_fail(o, "host_task_wait: no task is running");
+    const double start = timer_now();
     if (pthread_join(task->thread, NULL) != 0)
         offload_fail(o, "host_task_wait: the thread could not be joined");
+    o->task_wait_seconds += timer_now() - start;
+    /* Read after the join, which orders the thread's write before it. */
+    o->task_run_seconds += task->run_seconds;
     task->running = false;
 }

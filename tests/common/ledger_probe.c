@@ -8,26 +8,46 @@
  *   ledger_probe --open OUT_DIR   every rank sends itself a message with
  *                                 MPI_Isend and never completes that
  *                                 request; the ledger goes to OUT_DIR
+ *   ledger_probe --seconds MS OUT_DIR
+ *                                 rank 0 posts an MPI_Irecv, sends rank 1
+ *                                 a message and waits (MPI_Wait) for
+ *                                 rank 1's answer, which rank 1 sends MS
+ *                                 milliseconds after receiving; rank 2
+ *                                 makes no call. Each rank writes its
+ *                                 ledger, then "seconds NAME S" (the
+ *                                 ledger's seconds of some calls), then
+ *                                 "seconds total S" and "seconds elapsed
+ *                                 S" (its own clock around it all)
  *   ledger_probe --refuse KIND    rank 0 makes a call the ledger refuses:
  *                                 persistent, window or neighbours
  *   ledger_probe --hang           rank 0 waits for a message that never
  *                                 comes, inside a named step, so that the
  *                                 harness's deadlock report and clean-up
  *                                 can be tested */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
 #include "check_mpi.h"
 #include "comm_ledger.h"
 #include "steps.h"
+#include "timer.h"
 
 enum { N = 12 };
 
-static void write_ledger(const char *dir, int rank)
+/* The calls whose seconds --seconds writes: those it makes, and one it
+ * never makes. */
+static const char *const timed_calls[] = { "MPI_Irecv", "MPI_Send",
+                                           "MPI_Wait", "MPI_Recv",
+                                           "MPI_Barrier", "MPI_Bcast" };
+
+/* The ledger; with elapsed >= 0, the seconds lines after it. */
+static void write_ledger_timed(const char *dir, int rank, double elapsed)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
@@ -37,10 +57,50 @@ static void write_ledger(const char *dir, int rank)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     comm_ledger_write(out);
+    if (elapsed >= 0) {
+        for (size_t k = 0; k < sizeof timed_calls / sizeof *timed_calls; k++)
+            fprintf(out, "seconds %s %.9f\n", timed_calls[k],
+                    comm_ledger_of(timed_calls[k]).seconds);
+        fprintf(out, "seconds total %.9f\nseconds elapsed %.9f\n",
+                comm_ledger_total().seconds, elapsed);
+    }
     if (fclose(out) != 0) {
         perror(path);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+}
+
+static void write_ledger(const char *dir, int rank)
+{
+    write_ledger_timed(dir, rank, -1);
+}
+
+/* --seconds: rank 1 answers rank 0 `pause_ms` after rank 0's message has
+ * reached it, so rank 0's MPI_Wait cannot end sooner than that after rank
+ * 0 entered MPI_Send. The barrier before the reset is in no count after
+ * it. */
+static void time_calls(long pause_ms, const char *dir, int rank)
+{
+    double go = 1, answer = 0;
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    comm_ledger_reset();
+    const double start = timer_now();
+    if (rank == 0) {
+        MPI_Request request;
+        MPI_CHECK(MPI_Irecv(&answer, 1, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD,
+                            &request));
+        MPI_CHECK(MPI_Send(&go, 1, MPI_DOUBLE, 1, 6, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    } else if (rank == 1) {
+        MPI_CHECK(MPI_Recv(&go, 1, MPI_DOUBLE, 0, 6, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+        struct timespec pause = { pause_ms / 1000,
+                                  (pause_ms % 1000) * 1000 * 1000 };
+        while (nanosleep(&pause, &pause) != 0)
+            ; /* interrupted by a signal: sleep the rest */
+        MPI_CHECK(MPI_Send(&answer, 1, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD));
+    }
+    write_ledger_timed(dir, rank, timer_now() - start);
 }
 
 /* Each call the ledger refuses, made by rank 0; the others wait at a
@@ -78,11 +138,18 @@ int main(int argc, char **argv)
     steps_open(rank);
     bool two = argc == 3 && (strcmp(argv[1], "--open") == 0 ||
                              strcmp(argv[1], "--refuse") == 0);
-    if ((argc != 2 && !two) || size != 3) {
+    bool three = argc == 4 && strcmp(argv[1], "--seconds") == 0 &&
+                 atol(argv[2]) > 0;
+    if ((argc != 2 && !two && !three) || size != 3) {
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np 3 ledger_probe OUT_DIR|--open "
-                    "OUT_DIR|--refuse KIND|--hang\n");
+                    "OUT_DIR|--seconds MS OUT_DIR|--refuse KIND|--hang\n");
         mpi_exit_all(2);
+    }
+    if (three) {
+        time_calls(atol(argv[2]), argv[3], rank);
+        MPI_CHECK(MPI_Finalize());
+        return 0;
     }
     if (strcmp(argv[1], "--hang") == 0) {
         double x;

@@ -2,6 +2,7 @@
  * wrong, a usage line, exit status 2, no crash; under MPI every rank exits
  * and the message appears once. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -437,6 +438,89 @@ START_TEST(no_offload_refused_on_a_small_device)
 }
 END_TEST
 
+/* Lesson 07's driver splits a step's time (its summary line, which
+ * bench/bench_07.sh tabulates): the phases forward, backward and update,
+ * and inside the update the time in MPI (the communication ledger's
+ * clock), the waits for copies (the device layer's) and for the delayed
+ * update's task (host_task_wait's), and the CPU Adam. Each is a time, so
+ * none is negative; the parts measured inside the update fit inside it;
+ * without the delay the CPU Adam is what is left of the update, and no
+ * task was waited for. Beyond that, checked only where a clock must have
+ * ticked: on 2 ranks the update's allgather (offload) or reduce (without)
+ * moves Ψ = 150,794 elements, and a CPU Adam with the delay updates a
+ * slice of 75,397, neither of which can take under the 0.5 µs a step
+ * that the summary's 0.001 ms rounds to 0 (that would be hundreds of
+ * GB/s). Times are never compared with a speed. 2 ranks of 3 hidden
+ * layers of 256. */
+static const char *const split_keys[] = {
+    "forward_ms", "backward_ms", "update_ms", "wait_down_ms", "wait_up_ms",
+    "mpi_ms", "adam_ms", "task_wait_ms",
+};
+enum { split_key_count = sizeof split_keys / sizeof split_keys[0] };
+
+static const struct {
+    const char *what;
+    const char *args[3];
+    bool offload, delayed;
+} split_runs[] = {
+    { "offload", { NULL }, true, false },
+    { "offload --dpu 3", { "--dpu", "3" }, true, true },
+    { "--no-offload", { "--no-offload" }, false, false },
+};
+
+/* Rounding of three printed values, 0.0005 ms each. */
+#define PRINTED_MS 0.0015
+
+START_TEST(offload_summary_splits_the_step)
+{
+    char *args[16] = { "--hidden", "3", "--width", "256", "--steps", "8",
+                       "--held-out", "64" };
+    int count = 8;
+    for (int k = 0; k < 3 && split_runs[_i].args[k] != NULL; k++)
+        args[count++] = (char *)split_runs[_i].args[k];
+    args[count] = NULL;
+    const char *what = split_runs[_i].what;
+    run_result r = harness_run_mpi("07-offload", "train_offload", 2, args,
+                                   NULL, 40);
+    harness_expect_success(&r, what);
+    const char *summary = strstr(r.out, "summary: ");
+    ck_assert_msg(summary != NULL, "train_offload %s: no summary line: %s",
+                  what, r.out);
+    double ms[split_key_count];
+    for (int k = 0; k < split_key_count; k++) {
+        char key[32];
+        snprintf(key, sizeof key, " %s=", split_keys[k]);
+        const char *at = strstr(summary, key);
+        ck_assert_msg(at != NULL && sscanf(at + strlen(key), "%lf",
+                                           &ms[k]) == 1 && ms[k] >= 0,
+                      "train_offload %s: no \"%s\" of at least 0 in its "
+                      "summary: %s", what, key + 1, summary);
+    }
+    const double update = ms[2], mpi = ms[5], adam = ms[6],
+                 task_wait = ms[7];
+    ck_assert_msg(mpi + task_wait <= update + PRINTED_MS, "train_offload %s:"
+                  " inside the update, %.3f ms in MPI and %.3f ms waiting "
+                  "for the task, yet the update took %.3f ms: %s", what, mpi,
+                  task_wait, update, summary);
+    ck_assert_msg(mpi > 0, "train_offload %s on 2 ranks: no time in MPI "
+                  "during the update, whose collective moves every "
+                  "parameter: %s", what, summary);
+    if (split_runs[_i].delayed)
+        ck_assert_msg(adam > 0, "train_offload %s: no time for the CPU "
+                      "Adam, which the task ran: %s", what, summary);
+    else {
+        ck_assert_msg(task_wait == 0, "train_offload %s: %.3f ms waiting "
+                      "for a task that never ran: %s", what, task_wait,
+                      summary);
+        ck_assert_msg(adam + mpi <= update + PRINTED_MS, "train_offload %s: "
+                      "the CPU Adam (%.3f ms) and MPI (%.3f ms) are parts "
+                      "of the update (%.3f ms): %s", what, adam, mpi, update,
+                      summary);
+    }
+    run_result_free(&r);
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     static char names[case_count][128];
@@ -463,6 +547,13 @@ Suite *lesson_suite(void)
     harness_add(suite, "train_offload --no-offload on a device that offload "
                 "trains on: refused at once on every rank",
                 no_offload_refused_on_a_small_device, 0, 40);
+    static char split_names[3][128];
+    for (int k = 0; k < 3; k++) {
+        snprintf(split_names[k], sizeof split_names[k], "train_offload %s "
+                 "on 2 ranks: its summary splits the step", split_runs[k].what);
+        harness_add(suite, split_names[k], offload_summary_splits_the_step, k,
+                    40);
+    }
     harness_add(suite, "train_zero --find-batch on 2 ranks: each stage's "
                 "batch is the largest whose bytes fit the cap",
                 find_batch_fits_the_cap, 0, 60);

@@ -4,6 +4,7 @@
  * cleaned up after. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,85 @@ START_TEST(ledger_reports_open_requests)
                  "never completed (the oldest started by MPI_Isend)", rank);
         ck_assert_msg(strstr(r.err, said) != NULL, "MPI_Finalize should "
                       "have said \"%s\"; standard error:\n%s", said, r.err);
+    }
+    rmdir(dir);
+    run_result_free(&r);
+}
+END_TEST
+
+/* "seconds NAME S" from a --seconds ledger; fails the test when absent. */
+static double seconds_of(const char *text, int rank, const char *name)
+{
+    char line[96];
+    snprintf(line, sizeof line, "seconds %s ", name);
+    const char *at = strstr(text, line);
+    double seconds = -1;
+    ck_assert_msg(at != NULL && sscanf(at + strlen(line), "%lf",
+                                       &seconds) == 1,
+                  "rank %d: no \"%s\" line:\n%s", rank, line, text);
+    return seconds;
+}
+
+/* The ledger's clock: the time inside each call, the wait for a late peer
+ * included, counted under the call that waited and under no other. Rank 1
+ * answers rank 0 PAUSE_MS after rank 0's message reached it; rank 0 had
+ * entered MPI_Send before that, so its MPI_Send and MPI_Wait together
+ * last at least the pause, less the moments between the two calls, when
+ * no MPI call runs. MARGIN_S is those moments' bound: microseconds of
+ * code, but on an oversubscribed machine (3 ranks on 2 cores, each
+ * polling in MPI) a rank may wait a few time slices for a core there. The
+ * same bound says that MPI_Irecv, which returns before rank 1 has even
+ * begun its pause, was not counted the wait. */
+enum { PAUSE_MS = 250 };
+#define MARGIN_S 0.1
+
+START_TEST(ledger_times_calls)
+{
+    char dir[HARNESS_PATH], pause[16];
+    harness_out_dir(dir);
+    snprintf(pause, sizeof pause, "%d", PAUSE_MS);
+    char *args[] = { "--seconds", pause, dir, NULL };
+    run_result r = harness_run_mpi("tests/common", "ledger_probe", 3, args,
+                                   NULL, 30);
+    harness_expect_success(&r, "ledger_probe --seconds on 3 ranks");
+    const double paused = PAUSE_MS / 1e3;
+    for (int rank = 0; rank < 3; rank++) {
+        char text[4096];
+        read_ledger(dir, rank, text, sizeof text);
+        double total = seconds_of(text, rank, "total");
+        double elapsed = seconds_of(text, rank, "elapsed");
+        double irecv = seconds_of(text, rank, "MPI_Irecv");
+        double send = seconds_of(text, rank, "MPI_Send");
+        double wait = seconds_of(text, rank, "MPI_Wait");
+        double recv = seconds_of(text, rank, "MPI_Recv");
+        ck_assert_msg(irecv >= 0 && send >= 0 && wait >= 0 && recv >= 0,
+                      "rank %d: a negative time:\n%s", rank, text);
+        /* The barrier came before the reset; the broadcast never came. */
+        ck_assert_msg(seconds_of(text, rank, "MPI_Barrier") == 0 &&
+                      seconds_of(text, rank, "MPI_Bcast") == 0, "rank %d: "
+                      "seconds for a call not made since the reset:\n%s",
+                      rank, text);
+        /* Each call's interval lies inside the probe's own, and apart from
+         * the others: together no longer than it. The total is their sum
+         * (within the printed digits' rounding). */
+        ck_assert_msg(total <= elapsed + 1e-9, "rank %d: %.9f s inside MPI, "
+                      "in a window of %.9f s:\n%s", rank, total, elapsed,
+                      text);
+        ck_assert_msg(fabs(total - (irecv + send + wait + recv)) < 1e-8,
+                      "rank %d: the total is not the calls' sum:\n%s", rank,
+                      text);
+        if (rank == 0) {
+            ck_assert_msg(send + wait >= paused - MARGIN_S, "rank 0: "
+                          "MPI_Send and MPI_Wait took %.6f s together, yet "
+                          "rank 1 answered %.3f s after rank 0's message "
+                          "had reached it:\n%s", send + wait, paused, text);
+            ck_assert_msg(irecv < paused - MARGIN_S, "rank 0: MPI_Irecv "
+                          "counted %.6f s: the wait for its message belongs "
+                          "to MPI_Wait:\n%s", irecv, text);
+        }
+        if (rank == 2)
+            ck_assert_msg(total == 0, "rank 2 made no call after the reset, "
+                          "yet its ledger counts %.9f s:\n%s", total, text);
     }
     rmdir(dir);
     run_result_free(&r);
@@ -734,6 +814,9 @@ Suite *lesson_suite(void)
                 ledger_counts_every_call, 0, 45);
     harness_add(suite, "comm ledger: requests never completed reported",
                 ledger_reports_open_requests, 0, 40);
+    harness_add(suite, "comm ledger: seconds inside each call, a late "
+                "peer's wait under the call that waited",
+                ledger_times_calls, 0, 40);
     harness_add(suite, "comm ledger: uncountable calls refused",
                 ledger_refuses_what_it_cannot_count, 0, 70);
     for (int ranks = 1; ranks <= 4; ranks++) {
