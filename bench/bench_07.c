@@ -87,7 +87,8 @@ static void *alloc_or_exit(size_t count, size_t size, const char *what)
      * system gives them on request (its setting "madvise"): a 100M-element
      * buffer in 4 KiB pages takes a TLB miss every 1024 floats, which
      * times the page walker, not the memory. PyTorch's allocator asks the
-     * same for its large tensors; every variant here gets the same. */
+     * same for its large tensors when THP_MEM_ALLOC_ENABLE=1, which
+     * torch_start sets: every variant here gets the same pages. */
     enum { HUGE_PAGE = 2 << 20 };
     const size_t alignment = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
     bytes = (bytes + alignment - 1) / alignment * alignment;
@@ -220,6 +221,10 @@ static bool torch_start(torch_process *t, const char *python,
         dup2(down[0], 0);
         dup2(up[1], 1);
         close(down[0]), close(down[1]), close(up[0]), close(up[1]);
+        /* PyTorch's allocator asks for transparent huge pages only when
+         * told to: the same pages as this program's buffers (alloc_or_exit).
+         * Its step measured the same with and without them here. */
+        setenv("THP_MEM_ALLOC_ENABLE", "1", 1);
         execlp(python, python, script, (char *)NULL);
         printf("skipped: cannot run %s (%s): set PYTHON to a Python 3 with "
                "PyTorch\n", python, strerror(errno));
@@ -418,8 +423,9 @@ int main(int argc, char **argv)
         char size[32];
         snprintf(size, sizeof size, "%zuM", n / 1000000);
         printf("lesson 07: CPU Adam, %zu parameters, medians of %d "
-               "interleaved repetitions, each after a %d ms pause; Adam "
-               "variants in GB/s at 28 bytes a parameter\n", n, reps, pause);
+               "interleaved repetitions, each the second of two steps after "
+               "a %d ms pause; Adam variants in GB/s at 28 bytes a "
+               "parameter\n", n, reps, pause);
         printf("  %-4s %-16s %-11s %3s %3s  %-10s %10s %-8s %-16s %s\n",
                "less", "variant", "size", "thr", "rks", "metric", "value",
                "unit", "baseline", "ratio");
