@@ -874,6 +874,60 @@ static void expect_delayed_weights(const char *out, int ranks,
                  "the last in offload_finish", what, delay_from, difference);
 }
 
+/* The delayed update overlaps the next step, as observed by given code
+ * (offload_state.c's host_task_start and host_task_wait, main.c's check
+ * at the start of each step; the report's host_tasks, host_task_runs_
+ * changing_master and overlap_in_flight lines):
+ *   - one host task a delayed update: steps - delay_from started, each
+ *     waited for;
+ *   - each step after the first delayed one begins with exactly one task
+ *     in flight: the previous update, running beside this step's forward
+ *     and backward (not waited for within its own update, nor done by the
+ *     caller before the step);
+ *   - each task changed the master weights between its start and its
+ *     wait, on a rank that has some: the task ran the CPU Adam, not a
+ *     stand-in while the caller ran it.
+ * The right weights alone do not show this: the same delay applied
+ * synchronously gives the same bits, and no overlap. */
+static void expect_overlap(const char *report, int rank, long steps,
+                           long delay_from, const char *what)
+{
+    static const char *const hint =
+        "TODO 6: from step o->delay_from on, offload_update starts the "
+        "step's CPU Adam with host_task_start(o, &o->update_task, ...) and "
+        "returns while it runs; the next offload_update (or offload_finish) "
+        "waits for it with host_task_wait, then sends its parameters up";
+    unsigned long long tasks[2] = { 0, 0 }, changed[2] = { 0, 0 };
+    unsigned long long overlap[2] = { 0, 0 };
+    ck_assert_msg(harness_report_values(report, "host_tasks", tasks, 2) == 2 &&
+                  harness_report_values(report,
+                                        "host_task_runs_changing_master",
+                                        changed, 2) == 2 &&
+                  harness_report_values(report, "overlap_in_flight",
+                                        overlap, 2) == 2,
+                  "%s: rank %d's report lacks the host tasks' lines", what,
+                  rank);
+    const unsigned long long delayed = (unsigned long long)(steps -
+                                                            delay_from);
+    ck_assert_msg(tasks[0] == delayed && tasks[1] == delayed,
+                  "%s, rank %d: %llu host tasks started and %llu waited for "
+                  "in %ld steps with the delay from step %ld, where each of "
+                  "the %llu delayed updates runs on one. Hint: %s", what,
+                  rank, tasks[0], tasks[1], steps, delay_from, delayed,
+                  hint);
+    ck_assert_msg(overlap[1] == delayed - 1 && overlap[0] == overlap[1],
+                  "%s, rank %d: of the %llu steps that begin while the "
+                  "previous step's delayed update should be running, %llu "
+                  "found its host task still in flight: the update did not "
+                  "overlap the next step's forward and backward. Hint: %s",
+                  what, rank, overlap[1], overlap[0], hint);
+    ck_assert_msg(changed[0] == changed[1],
+                  "%s, rank %d: %llu of the %llu host tasks left the master "
+                  "weights as they found them: the CPU Adam ran outside the "
+                  "task, before or after it. Hint: %s", what, rank,
+                  changed[1] - changed[0], changed[1], hint);
+}
+
 /* ---- Where the memory lives, and what crosses ---- */
 
 /* Rank `rank`'s own part of layer l, in elements. */
@@ -1087,6 +1141,9 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
         char failures[FAILURES_SIZE] = "";
         expect_memory(report, &ref, ranks, rank, delay_from >= 0, failures);
         expect_traffic(report, &ref, ranks, rank, shape->steps, failures);
+        if (delay_from >= 0)
+            expect_overlap(report, rank, (long)shape->steps, delay_from,
+                           what);
         free(report);
         ck_assert_msg(failures[0] == '\0', "%s: %s", what, failures);
     }
@@ -1204,7 +1261,8 @@ Suite *lesson_suite(void)
                 "offload fits it and learns the default task",
                 offload_fits_a_small_device_and_learns, 0, 50);
     harness_add(suite, "delayed parameter update from step 2 on 1 and 2 "
-                "ranks: bitwise the reference with the same delay",
+                "ranks: bitwise the reference with the same delay, each "
+                "update on a host task beside the next step",
                 delayed_update, 0, 35);
     return suite;
 }

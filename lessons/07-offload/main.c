@@ -92,6 +92,10 @@ typedef struct {
     step_times times;
     float *widened;           /* the parameters, widened for the report */
     float first_loss, last_loss; /* of step 0 and of the step before */
+    /* The delayed update's overlap: of the steps that begin while the
+     * previous step's update should still be running on its host task,
+     * how many found exactly one task in flight (host_task_watched). */
+    long overlap_checked, overlap_in_flight;
 } trainer;
 
 /* After each hook: the memory the process's allocator holds beyond what
@@ -192,6 +196,15 @@ static float forward_backward(void *context, long step, const float *inputs,
     trainer *t = context;
     if (step == 0)
         device_traffic_reset();
+    /* With the delay, update(step - 1) left its CPU Adam running on a
+     * host task, to run beside this step's forward and backward. */
+    const long delay_from = t->config->dpu > 0 ? (long)t->config->dpu : -1;
+    if (!t->config->no_offload && delay_from >= 0 && step > delay_from) {
+        const host_task_watch w = host_task_watched();
+        t->overlap_checked++;
+        if (w.started - w.waited == 1)
+            t->overlap_in_flight++;
+    }
     double start = timer_now();
     forward(t, inputs, batch);
     float loss = mlp_loss(&t->model, labels, 1, NULL);
@@ -324,6 +337,11 @@ static void report_lines(void *context, FILE *report)
     for (int l = 0; l < z->layer_count; l++)
         fprintf(report, "layer %d %zu %zu\n", l, z->layers[l].begin,
                 z->layers[l].end);
+    const host_task_watch w = host_task_watched();
+    fprintf(report, "host_tasks %ld %ld\nhost_task_runs_changing_master "
+            "%ld %ld\noverlap_in_flight %ld %ld\n", w.started, w.waited,
+            w.runs_changing_master, w.runs_watched, t->overlap_in_flight,
+            t->overlap_checked);
     fprintf(report, "to_host %" PRIu64 "\nto_device %" PRIu64 "\n"
             "copies_to_host %" PRIu64 "\ncopies_to_device %" PRIu64 "\n",
             t->traffic.to_host, t->traffic.to_device,

@@ -175,6 +175,17 @@ void host_task_start(offload_state *o, host_task *task,
                      void (*run)(void *context), void *context);
 void host_task_wait(offload_state *o, host_task *task);
 
+/* For the driver, which checks the delayed update's overlap with it: how
+ * many tasks host_task_start started and host_task_wait waited for, and,
+ * of the tasks waited for on a rank with master weights, how many
+ * changed them between their start and their wait (the task ran the CPU
+ * Adam, not the caller before or after it). Kept by offload_state.c. */
+typedef struct {
+    long started, waited;
+    long runs_watched, runs_changing_master;
+} host_task_watch;
+host_task_watch host_task_watched(void);
+
 /* For the device layer's results: returns when `result` is 0; otherwise
  * prints o->error and ends the job. */
 void offload_check(offload_state *o, int result);

@@ -142,6 +142,35 @@ cpu_adam_step offload_adam_step(const offload_state *o, long step)
 
 /* ---- A host thread for the delayed update ------------------------------ */
 
+/* What host_task_watched reports: file-static, so that the code it
+ * watches has no name for it. One task is in flight at a time in this
+ * lesson, so one fingerprint is kept. */
+static host_task_watch watch;
+static uint64_t master_at_start;
+
+/* FNV-1a over the bytes of the slice's master weights: any update of an
+ * element changes it, but for a collision of one in 2^64. */
+static uint64_t master_fingerprint(const offload_state *o)
+{
+    const unsigned char *bytes = (const unsigned char *)o->master;
+    uint64_t hash = 14695981039346656037ull;
+    for (size_t k = 0; k < o->own_count * sizeof *o->master; k++)
+        hash = (hash ^ bytes[k]) * 1099511628211ull;
+    return hash;
+}
+
+/* Whether the slice has master weights to watch: none on a rank whose
+ * slice is empty, nor before TODO 3 allocates them. */
+static bool master_watchable(const offload_state *o)
+{
+    return o->master != NULL && o->own_count > 0;
+}
+
+host_task_watch host_task_watched(void)
+{
+    return watch;
+}
+
 /* The run's time is taken on its own thread: what the job cost there,
  * whether or not the caller was waiting for it meanwhile. */
 static void *host_task_main(void *argument)
@@ -161,9 +190,13 @@ void host_task_start(offload_state *o, host_task *task,
                          "(wait for it first)");
     task->run = run;
     task->context = context;
+    /* Before the thread exists: nothing else writes master meanwhile. */
+    if (master_watchable(o))
+        master_at_start = master_fingerprint(o);
     if (pthread_create(&task->thread, NULL, host_task_main, task) != 0)
         offload_fail(o, "host_task_start: no thread could be started");
     task->running = true;
+    watch.started++;
 }
 
 void host_task_wait(offload_state *o, host_task *task)
@@ -177,4 +210,10 @@ void host_task_wait(offload_state *o, host_task *task)
     /* Read after the join, which orders the thread's write before it. */
     o->task_run_seconds += task->run_seconds;
     task->running = false;
+    watch.waited++;
+    if (master_watchable(o)) {
+        watch.runs_watched++;
+        if (master_fingerprint(o) != master_at_start)
+            watch.runs_changing_master++;
+    }
 }
