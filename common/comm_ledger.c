@@ -217,6 +217,15 @@ size_t comm_ledger_open_requests(const char **first_call)
     return open_count;
 }
 
+size_t comm_ledger_open_requests_of(const char *call)
+{
+    size_t count = 0;
+    for (size_t k = 0; k < open_count; k++)
+        if (strcmp(ledger[open_requests[k].kind].name, call) == 0)
+            count++;
+    return count;
+}
+
 /* ---- refused: what the ledger cannot count ---- */
 
 static int refuse_and_abort(const char *call, const char *what)

@@ -456,8 +456,14 @@ static void expect_traffic(const char *report, int stage, int ranks,
 }
 
 /* TODO 5: stage 3 with prefetch on 2 and 4 ranks: the same weights, the
- * same 3Ψ traffic, every request completed, and at most two layers
- * gathered at once (two neighbours: the one computing and the next). */
+ * same 3Ψ traffic, every request completed, at most two layers gathered
+ * at once (two neighbours: the one computing and the next), and the
+ * prefetch real: after every return of stage3_prefetched, the given hooks
+ * found exactly one MPI_Iallgatherv still open in the communication
+ * ledger (none after a pass's last layer). A "prefetch" that waits for
+ * the next layer's gather at once, or gathers it with a blocking call,
+ * leaves none open; one that returns the layer before its own gather
+ * completed leaves one too many. Either may give the right weights. */
 START_TEST(prefetch_same_model_and_costs)
 {
     const char *const extra[] = { "--prefetch", NULL };
@@ -488,6 +494,27 @@ START_TEST(prefetch_same_model_and_costs)
                           "gathered parameters peaked at %llu bytes, more "
                           "than two neighbouring layers' %zu. Hint: %s",
                           what, rank, gathered, 2 * widest_pair,
+                          stage_hint(3, true));
+            /* returns, overlapped, waited, unfinished (zero_stages.h) */
+            unsigned long long seen[4];
+            ck_assert_msg(harness_report_values(report, "prefetch_returns",
+                                                seen, 4) == 4,
+                          "rank %d's report has no \"prefetch_returns\" "
+                          "line", rank);
+            ck_assert_msg(seen[0] > 0, "%s, rank %d: stage3_prefetched "
+                          "never returned", what, rank);
+            ck_assert_msg(seen[1] == seen[0], "%s, rank %d: %llu of %llu "
+                          "returns of stage3_prefetched left exactly the "
+                          "next layer's gather running (none after a pass's "
+                          "last layer); %llu had none running where the next "
+                          "layer's should be (it was waited for at once, "
+                          "tested until done, or gathered with a blocking "
+                          "call), %llu had more (the current layer's gather "
+                          "not completed before its parameters were "
+                          "returned, or another gather left running). Hint: "
+                          "%s; the next one's started with MPI_Iallgatherv "
+                          "and left running for the caller's computation",
+                          what, rank, seen[1], seen[0], seen[2], seen[3],
                           stage_hint(3, true));
             free(report);
         }
@@ -677,7 +704,8 @@ Suite *lesson_suite(void)
                 "bitwise the weights of plain data parallel",
                 weights_with_a_tiny_layer, 0, 20);
     harness_add(suite, "stage 3 with prefetch on 2 and 4 ranks: the same "
-                "weights, 3Ψ traffic, two layers gathered at most",
+                "weights, 3Ψ traffic, two layers gathered at most, the next "
+                "one's gather left running",
                 prefetch_same_model_and_costs, 0, 30);
     harness_add(suite, "stage 3 on 4 ranks under a cap that stage 0's state "
                 "exceeds: fits, and learns the default task",

@@ -10,8 +10,9 @@
  *
  * With --out, every rank reports to the tests: the parameters it holds at
  * the end, its own part of the fp32 master weights, the memory ledger's
- * peaks by category, and what each kind of hook sent (the communication
- * ledger, so what your code claims plays no part). With --memory-cap,
+ * peaks by category, what each kind of hook sent, and with --prefetch
+ * what each prefetch left running (the communication ledger, so what your
+ * code claims plays no part). With --memory-cap,
  * every allocation past the cap is refused, as a device's memory would.
  * You do not need to change this file. */
 #define _POSIX_C_SOURCE 200809L
@@ -39,6 +40,7 @@
 #include "train.h"
 #include "zero.h"
 #include "zero_memory.h"
+#include "zero_stages.h"
 
 typedef struct {
     size_t steps, local_batch, samples, held_out, memory_cap;
@@ -303,6 +305,11 @@ static void report_lines(void *context, FILE *report)
                 memory_category_name((memory_category)c), t->peaks[c]);
     fprintf(report, "peak total %zu\nledger_growth %zu\nheap_growth %zu\n",
             t->peak_total, t->ledger_growth, t->heap_growth);
+    /* What the hooks saw after each return of stage3_prefetched (all 0
+     * without prefetch): returns, overlapped, waited, unfinished. */
+    const zero_prefetch_seen seen = zero_prefetch_observed();
+    fprintf(report, "prefetch_returns %zu %zu %zu %zu\n", seen.returns,
+            seen.overlapped, seen.waited, seen.unfinished);
     /* The own part of the fp32 master weights: every stage keeps it. */
     const size_t own = z->own.end - z->own.begin;
     const float *master = z->master + (z->stage == 0 ? z->own.begin : 0);

@@ -156,7 +156,9 @@ const bf16 *stage3_prefetched(zero_state *z, int layer, int next)
      * layer; the counts and displacements in z->prefetch_counts[k] and
      * z->prefetch_displs[k], which must last until it completes, its
      * request in z->prefetch_request[k]); then complete layer's gather and
-     * return its parameters. At most two layers are gathered at once. */
+     * return its parameters, with next's still running: the caller's
+     * computation is what it overlaps (the tests see which requests are
+     * open when you return). At most two layers are gathered at once. */
     NOT_DONE();
     /* TODO 5 end */
 }

@@ -3,9 +3,11 @@
  * Stage 0 is plain data parallelism on the same collectives as ZeRO's
  * stages, and the worked example for TODOs 2-4: read it before you write
  * stage 1 in zero.c. The hooks at the end pick each stage's functions:
- * those of stages 1-3 are yours (zero.c). You do not need to change this
- * file. */
+ * those of stages 1-3 are yours (zero.c); with prefetch they also note
+ * what your stage3_prefetched left running, for the tests. You do not
+ * need to change this file. */
 #include "collectives.h"
+#include "comm_ledger.h"
 #include "memory_ledger.h"
 #include "optimizer.h"
 #include "zero.h"
@@ -52,6 +54,37 @@ static void stage0_update(zero_state *z, long step)
                      mean_of(z), z->params, z->total);
 }
 
+/* ---- What TODO 5's prefetch left running ------------------------------
+ * Kept here, not in zero_state, which zero.c writes: the tests must see
+ * what the code did, not what it says. */
+static zero_prefetch_seen prefetch_seen;
+
+/* Right after stage3_prefetched(z, layer, next) returned, before the
+ * caller computes with the layer: the communication ledger's open
+ * MPI_Iallgatherv requests. Nothing else in stage 3 starts one (the given
+ * collectives use MPI_Isend and MPI_Irecv, and complete them before they
+ * return), so the one open must be the next layer's. The turn from
+ * forward to backward needs no exception: the forward's last layer has no
+ * next (layer_count), so nothing is left running, and the backward's
+ * first call starts its own layer's gather and the next one's. */
+static void observe_prefetch(const zero_state *z, int next)
+{
+    const size_t wanted = next >= 0 && next < z->layer_count ? 1 : 0;
+    const size_t open = comm_ledger_open_requests_of("MPI_Iallgatherv");
+    prefetch_seen.returns++;
+    if (open == wanted)
+        prefetch_seen.overlapped++;
+    else if (open < wanted)
+        prefetch_seen.waited++;
+    else
+        prefetch_seen.unfinished++;
+}
+
+zero_prefetch_seen zero_prefetch_observed(void)
+{
+    return prefetch_seen;
+}
+
 /* ---- The hooks the driver calls (zero.h): each stage's part ----------- */
 
 int zero_allocate(zero_state *z)
@@ -69,8 +102,11 @@ const bf16 *zero_forward_params(zero_state *z, int layer)
     /* Stages 0-2 hold every parameter where it lies in the flat buffer. */
     if (z->stage < 3)
         return z->params + z->layers[layer].begin;
-    return z->prefetch ? stage3_prefetched(z, layer, layer + 1)
-                       : stage3_gather(z, layer);
+    if (!z->prefetch)
+        return stage3_gather(z, layer);
+    const bf16 *params = stage3_prefetched(z, layer, layer + 1);
+    observe_prefetch(z, layer + 1);
+    return params;
 }
 
 void zero_forward_done(zero_state *z, int layer)
@@ -91,8 +127,13 @@ const bf16 *zero_backward_params(zero_state *z, int layer, bf16 **grads)
         return z->params + begin;
     }
     /* Backward goes down the layers: the next one to prefetch is l-1. */
-    const bf16 *params = z->prefetch ? stage3_prefetched(z, layer, layer - 1)
-                                     : stage3_gather(z, layer);
+    const bf16 *params;
+    if (z->prefetch) {
+        params = stage3_prefetched(z, layer, layer - 1);
+        observe_prefetch(z, layer - 1);
+    } else {
+        params = stage3_gather(z, layer);
+    }
     *grads = stage2_bucket(z, layer);
     return params;
 }

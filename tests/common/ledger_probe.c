@@ -7,7 +7,9 @@
  *                                 OUT_DIR/rank-R.txt
  *   ledger_probe --open OUT_DIR   every rank sends itself a message with
  *                                 MPI_Isend and never completes that
- *                                 request; the ledger goes to OUT_DIR
+ *                                 request; the ledger goes to OUT_DIR,
+ *                                 then "open_of NAME N": the requests
+ *                                 open by the call that started them
  *   ledger_probe --seconds MS OUT_DIR
  *                                 rank 0 posts an MPI_Irecv, sends rank 1
  *                                 a message and waits (MPI_Wait) for
@@ -73,6 +75,29 @@ static void write_ledger_timed(const char *dir, int rank, double elapsed)
 static void write_ledger(const char *dir, int rank)
 {
     write_ledger_timed(dir, rank, -1);
+}
+
+/* --open: after the ledger, "open_of NAME N" for the call that left its
+ * request open, one that started none, and a name the ledger does not
+ * know. */
+static void append_open_of(const char *dir, int rank)
+{
+    static const char *const calls[] = { "MPI_Isend", "MPI_Iallgatherv",
+                                         "MPI_Nonesuch" };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
+    FILE *out = fopen(path, "a");
+    if (out == NULL) {
+        perror(path);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t k = 0; k < sizeof calls / sizeof *calls; k++)
+        fprintf(out, "open_of %s %zu\n", calls[k],
+                comm_ledger_open_requests_of(calls[k]));
+    if (fclose(out) != 0) {
+        perror(path);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
 }
 
 /* --seconds: rank 1 answers rank 0 `pause_ms` after rank 0's message has
@@ -173,6 +198,7 @@ int main(int argc, char **argv)
         MPI_CHECK(MPI_Recv(&in, 1, MPI_DOUBLE, rank, 4, MPI_COMM_WORLD,
                            MPI_STATUS_IGNORE));
         write_ledger(argv[2], rank);
+        append_open_of(argv[2], rank);
         MPI_CHECK(MPI_Finalize());
         return 0;
     }

@@ -150,6 +150,12 @@ START_TEST(ledger_reports_open_requests)
         ck_assert_msg(strstr(text, "requests_open 1 MPI_Isend\n") != NULL,
                       "rank %d left one MPI_Isend request open; its ledger "
                       "says:\n%s", rank, text);
+        ck_assert_msg(strstr(text, "open_of MPI_Isend 1\nopen_of "
+                             "MPI_Iallgatherv 0\nopen_of MPI_Nonesuch 0\n")
+                      != NULL, "rank %d: comm_ledger_open_requests_of "
+                      "should count its one MPI_Isend, and nothing for a "
+                      "call that started none or a name the ledger does "
+                      "not know:\n%s", rank, text);
         snprintf(said, sizeof said, "comm ledger: rank %d: 1 MPI request "
                  "never completed (the oldest started by MPI_Isend)", rank);
         ck_assert_msg(strstr(r.err, said) != NULL, "MPI_Finalize should "
