@@ -201,17 +201,34 @@ static void forward(trainer *t, const float *inputs, size_t batch)
     }
 }
 
+/* Stops the job on a NaN loss. mlp_loss returns NaN for a refusal, with
+ * the reason in the model's error, and for a loss that is not a number,
+ * with none: then say so, and what makes it. */
+static void loss_ok(trainer *t, float loss, const char *when)
+{
+    if (!isnan(loss))
+        return;
+    if (t->model.error[0] != '\0')
+        zero_abort(&t->zero, t->model.error);
+    char why[320];
+    snprintf(why, sizeof why, "the loss is NaN %s: a layer computed on "
+             "parameters that are not numbers (a gather used before it "
+             "completed, or a buffer never filled), or updates that "
+             "diverge", when);
+    zero_abort(&t->zero, why);
+}
+
 static float forward_backward(void *context, long step, const float *inputs,
                               const int *labels, size_t batch)
 {
     trainer *t = context;
     zero_state *z = &t->zero;
-    (void)step;
     t->counting = true;
     forward(t, inputs, batch);
     float loss = mlp_loss(&t->model, labels, 1, NULL);
-    if (isnan(loss))
-        zero_abort(z, t->model.error);
+    char when[64];
+    snprintf(when, sizeof when, "at step %ld", step);
+    loss_ok(t, loss, when);
     for (int l = t->model.layer_count - 1; l >= 0; l--) {
         bf16 *grads = NULL;
         uint64_t before = sent_so_far();
@@ -259,8 +276,8 @@ static size_t classify(void *context, const float *inputs, const int *labels,
     trainer *t = context;
     int correct = 0;
     forward(t, inputs, batch);
-    if (isnan(mlp_loss(&t->model, labels, 0, &correct)))
-        zero_abort(&t->zero, t->model.error);
+    loss_ok(t, mlp_loss(&t->model, labels, 0, &correct),
+            "on the held-out samples");
     return (size_t)correct;
 }
 
