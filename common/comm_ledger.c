@@ -79,9 +79,14 @@ static call_kind inside;
 static double inside_since;
 static int depth;
 
+/* What enter last counted as received: opened() files it with the
+ * request the call started, which enter's call is. */
+static uint64_t entered_received;
+
 /* Counts a call and marks it as the one this rank is inside. */
 static void enter(call_kind kind, uint64_t sent, uint64_t received)
 {
+    entered_received = received;
     ledger[kind].counts.calls++;
     ledger[kind].counts.bytes_sent += sent;
     ledger[kind].counts.bytes_received += received;
@@ -120,6 +125,7 @@ static uint64_t others(const int counts[], int size, int except,
 typedef struct {
     MPI_Request handle;
     call_kind kind;
+    uint64_t received;  /* the bytes it was counted to receive */
 } open_request;
 
 static open_request *open_requests;
@@ -162,6 +168,7 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
     }
     open_requests[open_count].handle = *request;
     open_requests[open_count].kind = kind;
+    open_requests[open_count].received = entered_received;
     open_count++;
     return leave(result);
 }
@@ -217,12 +224,17 @@ size_t comm_ledger_open_requests(const char **first_call)
     return open_count;
 }
 
-size_t comm_ledger_open_requests_of(const char *call)
+size_t comm_ledger_open_requests_of(const char *call, uint64_t *received)
 {
     size_t count = 0;
+    uint64_t bytes = 0;
     for (size_t k = 0; k < open_count; k++)
-        if (strcmp(ledger[open_requests[k].kind].name, call) == 0)
+        if (strcmp(ledger[open_requests[k].kind].name, call) == 0) {
             count++;
+            bytes += open_requests[k].received;
+        }
+    if (received != NULL)
+        *received = bytes;
     return count;
 }
 

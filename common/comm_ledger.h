@@ -92,9 +92,12 @@ void comm_ledger_reset(void);
 size_t comm_ledger_open_requests(const char **first_call);
 
 /* How many of the open requests were started by `call` ("MPI_Iallgatherv");
- * 0 for a call the ledger does not know. Given code reads it to see what a
- * student's code left running when it returned (lesson 06's prefetch). */
-size_t comm_ledger_open_requests_of(const char *call);
+ * 0 for a call the ledger does not know. *received (when not NULL): the
+ * bytes they were counted to receive when they started, added up. Given
+ * code reads it to see what a student's code left running when it
+ * returned (lesson 06's prefetch: the next layer's gather, and not a
+ * stand-in of no bytes). */
+size_t comm_ledger_open_requests_of(const char *call, uint64_t *received);
 
 /* Writes "comm NAME CALLS SENT RECEIVED" for every call made at least once,
  * then "requests_open N", followed by the oldest one's call when N > 0. */

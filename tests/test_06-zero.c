@@ -495,10 +495,11 @@ START_TEST(prefetch_same_model_and_costs)
                           "than two neighbouring layers' %zu. Hint: %s",
                           what, rank, gathered, 2 * widest_pair,
                           stage_hint(3, true));
-            /* returns, overlapped, waited, unfinished (zero_stages.h) */
-            unsigned long long seen[4];
+            /* returns, overlapped, waited, unfinished, other bytes
+             * (zero_stages.h) */
+            unsigned long long seen[5];
             ck_assert_msg(harness_report_values(report, "prefetch_returns",
-                                                seen, 4) == 4,
+                                                seen, 5) == 5,
                           "rank %d's report has no \"prefetch_returns\" "
                           "line", rank);
             ck_assert_msg(seen[0] > 0, "%s, rank %d: stage3_prefetched "
@@ -511,11 +512,13 @@ START_TEST(prefetch_same_model_and_costs)
                           "tested until done, or gathered with a blocking "
                           "call), %llu had more (the current layer's gather "
                           "not completed before its parameters were "
-                          "returned, or another gather left running). Hint: "
-                          "%s; the next one's started with MPI_Iallgatherv "
-                          "and left running for the caller's computation",
+                          "returned, or another gather left running), %llu "
+                          "had one that does not receive the other ranks' "
+                          "parts of the next layer. Hint: %s; the next one's "
+                          "started with MPI_Iallgatherv and left running for "
+                          "the caller's computation",
                           what, rank, seen[1], seen[0], seen[2], seen[3],
-                          stage_hint(3, true));
+                          seen[4], stage_hint(3, true));
             free(report);
         }
         training_reference_free(&ref);

@@ -323,10 +323,11 @@ static void report_lines(void *context, FILE *report)
     fprintf(report, "peak total %zu\nledger_growth %zu\nheap_growth %zu\n",
             t->peak_total, t->ledger_growth, t->heap_growth);
     /* What the hooks saw after each return of stage3_prefetched (all 0
-     * without prefetch): returns, overlapped, waited, unfinished. */
+     * without prefetch): returns, overlapped, waited, unfinished, other
+     * bytes. */
     const zero_prefetch_seen seen = zero_prefetch_observed();
-    fprintf(report, "prefetch_returns %zu %zu %zu %zu\n", seen.returns,
-            seen.overlapped, seen.waited, seen.unfinished);
+    fprintf(report, "prefetch_returns %zu %zu %zu %zu %zu\n", seen.returns,
+            seen.overlapped, seen.waited, seen.unfinished, seen.other_bytes);
     /* The own part of the fp32 master weights: every stage keeps it. */
     const size_t own = z->own.end - z->own.begin;
     const float *master = z->master + (z->stage == 0 ? z->own.begin : 0);

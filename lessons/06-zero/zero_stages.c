@@ -10,6 +10,7 @@
 #include "comm_ledger.h"
 #include "memory_ledger.h"
 #include "optimizer.h"
+#include "partition.h"
 #include "zero.h"
 #include "zero_stages.h"
 
@@ -66,15 +67,33 @@ static zero_prefetch_seen prefetch_seen;
  * return), so the one open must be the next layer's. The turn from
  * forward to backward needs no exception: the forward's last layer has no
  * next (layer_count), so nothing is left running, and the backward's
- * first call starts its own layer's gather and the next one's. */
+ * first call starts its own layer's gather and the next one's. The one
+ * open must also receive what the next layer's gather receives, the other
+ * ranks' parts of it (each rank owns a block of the flat buffer:
+ * common/partition.h), so that a gather of nothing left open beside a
+ * finished one does not pass for it. */
 static void observe_prefetch(const zero_state *z, int next)
 {
-    const size_t wanted = next >= 0 && next < z->layer_count ? 1 : 0;
-    const size_t open = comm_ledger_open_requests_of("MPI_Iallgatherv");
+    const bool has_next = next >= 0 && next < z->layer_count;
+    uint64_t received = 0, others = 0;
+    const size_t open = comm_ledger_open_requests_of("MPI_Iallgatherv",
+                                                     &received);
+    if (has_next) {
+        size_t begin, end;
+        block_range(z->total, (size_t)z->ranks, (size_t)z->rank, &begin,
+                    &end);
+        const zero_part layer = z->layers[next];
+        const size_t first = begin > layer.begin ? begin : layer.begin;
+        const size_t last = end < layer.end ? end : layer.end;
+        const size_t own = last > first ? last - first : 0;
+        others = (uint64_t)(layer.end - layer.begin - own) * sizeof(bf16);
+    }
     prefetch_seen.returns++;
-    if (open == wanted)
+    if (open == (has_next ? 1u : 0u) && received == others)
         prefetch_seen.overlapped++;
-    else if (open < wanted)
+    else if (open == 1 && has_next)
+        prefetch_seen.other_bytes++;
+    else if (open < (has_next ? 1u : 0u))
         prefetch_seen.waited++;
     else
         prefetch_seen.unfinished++;

@@ -52,6 +52,8 @@ typedef struct {
                            call */
     size_t unfinished;  /* more open than that: the current layer's gather
                            not complete, or another one left running */
+    size_t other_bytes; /* one open, but not receiving the other ranks'
+                           parts of the next layer */
 } zero_prefetch_seen;
 
 zero_prefetch_seen zero_prefetch_observed(void);

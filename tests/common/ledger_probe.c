@@ -93,7 +93,7 @@ static void append_open_of(const char *dir, int rank)
     }
     for (size_t k = 0; k < sizeof calls / sizeof *calls; k++)
         fprintf(out, "open_of %s %zu\n", calls[k],
-                comm_ledger_open_requests_of(calls[k]));
+                comm_ledger_open_requests_of(calls[k], NULL));
     if (fclose(out) != 0) {
         perror(path);
         MPI_Abort(MPI_COMM_WORLD, 1);
