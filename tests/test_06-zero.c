@@ -505,9 +505,10 @@ START_TEST(prefetch_same_model_and_costs)
             ck_assert_msg(seen[0] > 0, "%s, rank %d: stage3_prefetched "
                           "never returned", what, rank);
             ck_assert_msg(seen[1] == seen[0], "%s, rank %d: %llu of %llu "
-                          "returns of stage3_prefetched left exactly the "
-                          "next layer's gather running (none after a pass's "
-                          "last layer); %llu had none running where the next "
+                          "returns of stage3_prefetched were as a prefetch "
+                          "leaves them (the next layer's gather running, or "
+                          "nothing after a pass's last layer); %llu had none "
+                          "running where the next "
                           "layer's should be (it was waited for at once, "
                           "tested until done, or gathered with a blocking "
                           "call), %llu had more (the current layer's gather "

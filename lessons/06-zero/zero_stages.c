@@ -6,6 +6,8 @@
  * those of stages 1-3 are yours (zero.c); with prefetch they also note
  * what your stage3_prefetched left running, for the tests. You do not
  * need to change this file. */
+#include <stdio.h>
+
 #include "collectives.h"
 #include "comm_ledger.h"
 #include "memory_ledger.h"
@@ -72,7 +74,7 @@ static zero_prefetch_seen prefetch_seen;
  * ranks' parts of it (each rank owns a block of the flat buffer:
  * common/partition.h), so that a gather of nothing left open beside a
  * finished one does not pass for it. */
-static void observe_prefetch(const zero_state *z, int next)
+static void observe_prefetch(zero_state *z, int layer, int next)
 {
     const bool has_next = next >= 0 && next < z->layer_count;
     uint64_t received = 0, others = 0;
@@ -82,13 +84,28 @@ static void observe_prefetch(const zero_state *z, int next)
         size_t begin, end;
         block_range(z->total, (size_t)z->ranks, (size_t)z->rank, &begin,
                     &end);
-        const zero_part layer = z->layers[next];
-        const size_t first = begin > layer.begin ? begin : layer.begin;
-        const size_t last = end < layer.end ? end : layer.end;
+        const zero_part next_layer = z->layers[next];
+        const size_t first = begin > next_layer.begin ? begin
+                                                      : next_layer.begin;
+        const size_t last = end < next_layer.end ? end : next_layer.end;
         const size_t own = last > first ? last - first : 0;
-        others = (uint64_t)(layer.end - layer.begin - own) * sizeof(bf16);
+        others = (uint64_t)(next_layer.end - next_layer.begin - own) *
+                 sizeof(bf16);
     }
     prefetch_seen.returns++;
+    /* A gather still running into the layer about to be used, and then
+     * freed by stage3_release, corrupts the heap a little later, which
+     * would blame the wrong thing: stop here, saying what is running. */
+    if (open > (has_next ? 1u : 0u)) {
+        char why[320];
+        snprintf(why, sizeof why, "stage3_prefetched returned layer %d's "
+                 "parameters with %zu MPI_Iallgatherv requests still "
+                 "running, where only the next layer's may be (%s): its "
+                 "own gather must be complete (MPI_Wait) before its "
+                 "parameters are used or freed (TODO 5)", layer, open,
+                 has_next ? "one" : "none, after a pass's last layer");
+        zero_abort(z, why);
+    }
     if (open == (has_next ? 1u : 0u) && received == others)
         prefetch_seen.overlapped++;
     else if (open == 1 && has_next)
@@ -124,7 +141,7 @@ const bf16 *zero_forward_params(zero_state *z, int layer)
     if (!z->prefetch)
         return stage3_gather(z, layer);
     const bf16 *params = stage3_prefetched(z, layer, layer + 1);
-    observe_prefetch(z, layer + 1);
+    observe_prefetch(z, layer, layer + 1);
     return params;
 }
 
@@ -149,7 +166,7 @@ const bf16 *zero_backward_params(zero_state *z, int layer, bf16 **grads)
     const bf16 *params;
     if (z->prefetch) {
         params = stage3_prefetched(z, layer, layer - 1);
-        observe_prefetch(z, layer - 1);
+        observe_prefetch(z, layer, layer - 1);
     } else {
         params = stage3_gather(z, layer);
     }
