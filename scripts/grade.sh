@@ -79,8 +79,13 @@ grade_id=$(printf '%s' "$out" | tr -c 'A-Za-z0-9_.-' '_')
 build_dir=build/graded/$grade_id
 src=$out/src
 work=$out/work
-rm -rf "$src" "$work" "$build_dir"
+rm -rf "$src" "$build_dir"
 mkdir -p "$src" "$work" || exit 2
+# Only the graded lessons' logs go: make grade L=06 leaves lesson 07's last
+# grading in place, which make progress reads.
+for lesson in "${lessons[@]}"; do
+    rm -rf "${work:?}/$lesson".* "${work:?}/$lesson"
+done
 root=$PWD
 start=$SECONDS
 
@@ -262,7 +267,9 @@ done
 
 # Only now, with every lesson's tests ended, do the verdicts reach files,
 # over whatever a test may have written there.
-rm -f "$work"/*.results "$work"/*.ended "$work"/*.build.log
+for lesson in "${lessons[@]}"; do
+    rm -f "$work/$lesson.results" "$work/$lesson.ended" "$work/$lesson.build.log"
+done
 for lesson in "${!build_logs[@]}"; do
     printf '%s\n' "${build_logs[$lesson]}" > "$work/$lesson.build.log"
 done

@@ -554,11 +554,12 @@ START_TEST(threads_case)
     for (uint64_t k = 0; k < count; k++) {
         const tile_note *tile = &sorted[k];
         if (tile->begin < expected_begin)
-            ck_abort_msg("%s: element %" PRIu64 " is in two tiles "
+            ck_abort_msg("%s: element %" PRIu64 " was handed over twice "
                          "(tile_done was called for [%" PRIu64 ", %" PRIu64
-                         ") and for a tile before it that ends at %" PRIu64
-                         "). Hint: %s", what, tile->begin, tile->begin,
-                         tile->end, expected_begin, update_hint);
+                         ") after a call whose tile ends at %" PRIu64 ": the "
+                         "same tile twice, or two that overlap). Hint: %s",
+                         what, tile->begin, tile->begin, tile->end,
+                         expected_begin, update_hint);
         if (tile->begin > expected_begin)
             ck_abort_msg("%s: elements [%" PRIu64 ", %" PRIu64 ") are in no "
                          "tile (tile_done was never called for them). Hint: "
@@ -625,9 +626,10 @@ START_TEST(threads_case)
     char where[160];
     snprintf(where, sizeof where, "%s, when tile_done was called for its "
              "tile", what);
-    const char *final_hint = "TODO 2: call tile_done after the tile is "
-                             "updated, never before; cpu_adam_tile (TODO 1) "
-                             "must be right too";
+    const char *final_hint = "TODO 1 first, if cpu_adam_tile's own tests "
+                             "fail (a wrong tile shows here too); else "
+                             "TODO 2: call tile_done after the tile is "
+                             "updated, never before";
     expect_same_bits("m", want.m, seen.m, sizeof(float), n, 0, n, 1, where,
                      final_hint);
     expect_same_bits("v", want.v, seen.v, sizeof(float), n, 0, n, 1, where,
@@ -871,7 +873,10 @@ static void expect_delayed_weights(const char *out, int ranks,
     ck_abort_msg("%s (--dpu %ld): %s. Hint: TODO 6: step s's update runs "
                  "while step s+1 computes on the parameters of update s-1; "
                  "its parameters go up when step s+1's update begins, and "
-                 "the last in offload_finish", what, delay_from, difference);
+                 "the last in offload_finish; step s+1's gradients come "
+                 "down into the other set of host_grads (o->grads_set) "
+                 "while the task reads step s's", what, delay_from,
+                 difference);
 }
 
 /* The delayed update overlaps the next step, as observed by given code

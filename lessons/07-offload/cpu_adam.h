@@ -32,6 +32,9 @@
 #define ZZ_LESSON07_CPU_ADAM_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__SSE2__)
@@ -59,17 +62,27 @@ enum { CPU_ADAM_TILE = 32768 };
  * whole 64-byte line without reading it, and without evicting the state
  * that is still being worked on. cpu_adam_store_line writes one line of
  * CPU_ADAM_LINE parameters so, from a buffer: `line` must be 64-byte
- * aligned (&params[i] with i a multiple of CPU_ADAM_LINE from an aligned
- * start: see the solution's split into head, lines and tail). Streaming
- * stores are ordered by no lock: cpu_adam_store_fence, once a tile is
- * written and before another thread may read it (tile_done's copy), makes
- * them visible as ordinary stores are. On a CPU without them (not x86)
- * these are an ordinary copy and nothing. */
+ * aligned, which &params[begin] need not be (the README's "Streaming
+ * stores": a head of ordinary stores up to the first 64-byte boundary,
+ * whole lines, a tail); a line that is not stops the program with a line
+ * that says so, where the hardware would fault without a word. Streaming
+ * stores are weakly ordered, outside the rules that order ordinary
+ * stores: cpu_adam_store_fence (x86's sfence), once a tile is written and
+ * before another thread may read it (tile_done's copy), orders them
+ * before what the thread does next, as the x86 manuals ask. On a CPU
+ * without them (not x86) these are an ordinary copy and nothing. */
 enum { CPU_ADAM_LINE = 64 / sizeof(bf16) };
 
 static inline void cpu_adam_store_line(bf16 *line,
                                        const bf16 values[CPU_ADAM_LINE])
 {
+    if ((uintptr_t)line % 64 != 0) {
+        fprintf(stderr, "cpu_adam_store_line: the line at %p is not 64-byte "
+                "aligned: stream whole lines only, from the first 64-byte "
+                "boundary of params on (TODO 1; the README's \"Streaming "
+                "stores\")\n", (void *)line);
+        exit(1);
+    }
 #if defined(__AVX512F__)
     _mm512_stream_si512((void *)line, _mm512_loadu_si512(values));
 #elif defined(__AVX__)
