@@ -49,15 +49,30 @@ static const char *const timed_calls[] = { "MPI_Irecv", "MPI_Send",
                                            "MPI_Barrier", "MPI_Bcast" };
 
 /* The ledger; with elapsed >= 0, the seconds lines after it. */
-static void write_ledger_timed(const char *dir, int rank, double elapsed)
+/* DIR/rank-R.txt, opened with `mode`, or the job ends. */
+static FILE *open_rank_file(const char *dir, int rank, const char *mode)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
-    FILE *out = fopen(path, "w");
+    FILE *out = fopen(path, mode);
     if (out == NULL) {
         perror(path);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    return out;
+}
+
+static void close_rank_file(FILE *out)
+{
+    if (fclose(out) != 0) {
+        perror("rank file");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+static void write_ledger_timed(const char *dir, int rank, double elapsed)
+{
+    FILE *out = open_rank_file(dir, rank, "w");
     comm_ledger_write(out);
     if (elapsed >= 0) {
         for (size_t k = 0; k < sizeof timed_calls / sizeof *timed_calls; k++)
@@ -66,10 +81,7 @@ static void write_ledger_timed(const char *dir, int rank, double elapsed)
         fprintf(out, "seconds total %.9f\nseconds elapsed %.9f\n",
                 comm_ledger_total().seconds, elapsed);
     }
-    if (fclose(out) != 0) {
-        perror(path);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    close_rank_file(out);
 }
 
 static void write_ledger(const char *dir, int rank)
@@ -84,20 +96,11 @@ static void append_open_of(const char *dir, int rank)
 {
     static const char *const calls[] = { "MPI_Isend", "MPI_Iallgatherv",
                                          "MPI_Nonesuch" };
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank-%d.txt", dir, rank);
-    FILE *out = fopen(path, "a");
-    if (out == NULL) {
-        perror(path);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    FILE *out = open_rank_file(dir, rank, "a");
     for (size_t k = 0; k < sizeof calls / sizeof *calls; k++)
         fprintf(out, "open_of %s %zu\n", calls[k],
                 comm_ledger_open_requests_of(calls[k], NULL));
-    if (fclose(out) != 0) {
-        perror(path);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    close_rank_file(out);
 }
 
 /* --seconds: rank 1 answers rank 0 `pause_ms` after rank 0's message has
