@@ -35,21 +35,6 @@ static void fill(size_t m, size_t n, double *A, double *x)
     vector_fill_random(x, n, 0, CASE_SEED);
 }
 
-/* Runs the producer's case `case_name` with `args` in `dir`, with `env`
- * added (may be NULL) and a time limit a couple of seconds below the
- * test's own (`test_timeout_s`, as given to harness_add), so that a product
- * that never ends is reported as such, not as a test killed by Check;
- * fails the test unless it ran to its end. */
-static void produce_case(const char *case_name, const char *dir,
-                         const char *args, char *const env[],
-                         double test_timeout_s, const char *what)
-{
-    run_result r = harness_produce(LESSON, case_name, dir, args, env,
-                                   test_timeout_s - 2);
-    harness_expect_success(&r, what);
-    run_result_free(&r);
-}
-
 /* Proves that the producer's calls ran on `threads` threads, from the
  * threads its process had before the first call and after the last
  * (`seen`, counted by the producer's given code in /proc/self/task). The
@@ -209,7 +194,8 @@ START_TEST(rows_case)
     harness_write_input(dir, "x", x, sizeof *x, s->n);
     snprintf(args, sizeof args, "%d %d", threads, _i % shape_count);
     snprintf(run_what, sizeof run_what, "matvec_omp_rows (%s)", what);
-    produce_case("rows", dir, args, NULL, ROWS_TIMEOUT_S, run_what);
+    harness_produce_case(LESSON, "rows", dir, args, NULL, ROWS_TIMEOUT_S,
+                         run_what);
     harness_read_output(dir, "y", y, sizeof *y, s->m);
     harness_read_output(dir, "A", A_after, sizeof *A_after, s->m * s->n);
     harness_read_output(dir, "x", x_after, sizeof *x_after, s->n);
@@ -279,7 +265,8 @@ START_TEST(triangular_case)
     snprintf(args, sizeof args, "%d %d", threads, _i % schedule_count);
     snprintf(what, sizeof what, "matvec_omp_triangular (%d thread%s, %s)",
              threads, threads == 1 ? "" : "s", setting);
-    produce_case("triangular", dir, args, env, TRIANGULAR_TIMEOUT_S, what);
+    harness_produce_case(LESSON, "triangular", dir, args, env,
+                         TRIANGULAR_TIMEOUT_S, what);
     /* The runtime's own reading of the setting, asked by given code: were
      * it not the one set here, a failure below would blame the student for
      * the machine. */
@@ -361,7 +348,8 @@ START_TEST(columns_case)
      * calls the product COLUMN_CALLS times on each shape. */
     harness_out_dir(dir);
     snprintf(args, sizeof args, "%d", threads);
-    produce_case("columns", dir, args, NULL, COLUMNS_TIMEOUT_S, what);
+    harness_produce_case(LESSON, "columns", dir, args, NULL,
+                         COLUMNS_TIMEOUT_S, what);
     harness_read_output(dir, "threads", seen, sizeof seen[0], 2);
     for (int k = 0; k < column_shape_count; k++) {
         const shape *s = &column_shapes[k];
@@ -465,7 +453,8 @@ START_TEST(counters_case)
     snprintf(args, sizeof args, "%d", threads);
     snprintf(what, sizeof what, "the padded counters of %d thread%s",
              threads, threads == 1 ? "" : "s");
-    produce_case("counters", dir, args, NULL, COUNTERS_TIMEOUT_S, what);
+    harness_produce_case(LESSON, "counters", dir, args, NULL,
+                         COUNTERS_TIMEOUT_S, what);
     harness_read_output(dir, "block", &block, sizeof block, 1);
     ck_assert_msg(block != 0, "padded_counters_alloc(%d) returned NULL "
                   "(TODO 4): aligned_alloc needs a size that is a multiple "

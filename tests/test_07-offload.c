@@ -152,20 +152,6 @@ static void expect_same_bits(const char *name, const void *expected,
                  steps == 1 ? "" : "s", hint);
 }
 
-/* Runs the producer's `case_name` with `args` and `env` (may be NULL),
- * with a time limit a couple of seconds below the test's own, so that an
- * update that never ends is reported as such; fails the test unless it
- * ran to its end. */
-static void produce_case(const char *case_name, const char *dir,
-                         const char *args, char *const env[],
-                         double test_timeout_s, const char *what)
-{
-    run_result r = harness_produce(LESSON, case_name, dir, args, env,
-                                   test_timeout_s - 2);
-    harness_expect_success(&r, what);
-    run_result_free(&r);
-}
-
 /* ---- TODO 1 and 2: the same bits as adamw_step_mixed ----------------------- */
 
 enum { EXACT_TIMEOUT_S = 15 };
@@ -251,8 +237,8 @@ START_TEST(exact_case)
              n == 1 ? "" : "s", CASE_STEPS,
              update ? " on 2 threads (step 2 with tile_done NULL)" : "");
     harness_out_dir(dir);
-    produce_case(update ? "update" : "tile", dir, args,
-                 update ? two_threads : NULL, EXACT_TIMEOUT_S, what);
+    harness_produce_case(LESSON, update ? "update" : "tile", dir, args,
+                         update ? two_threads : NULL, EXACT_TIMEOUT_S, what);
 
     const size_t room = CASE_ROOM + n + CASE_ROOM;
     buffers want = buffers_alloc(room), got = buffers_alloc(room);
@@ -516,7 +502,8 @@ START_TEST(threads_case)
     static char *env[] = { "OMP_NUM_THREADS=2", "OMP_WAIT_POLICY=passive",
                            NULL };
     harness_out_dir(dir);
-    produce_case("threads", dir, NULL, env, THREADS_TIMEOUT_S, what);
+    harness_produce_case(LESSON, "threads", dir, NULL, env,
+                         THREADS_TIMEOUT_S, what);
 
     uint64_t count;
     harness_read_output(dir, "count", &count, sizeof count, 1);

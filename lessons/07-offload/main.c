@@ -198,8 +198,8 @@ static float forward_backward(void *context, long step, const float *inputs,
         device_traffic_reset();
     /* With the delay, update(step - 1) left its CPU Adam running on a
      * host task, to run beside this step's forward and backward. */
-    const long delay_from = t->config->dpu > 0 ? (long)t->config->dpu : -1;
-    if (!t->config->no_offload && delay_from >= 0 && step > delay_from) {
+    if (!t->config->no_offload && t->offload.delay_from >= 0 &&
+        step > t->offload.delay_from) {
         const host_task_watch w = host_task_watched();
         t->overlap_checked++;
         if (w.started - w.waited == 1)

@@ -1161,6 +1161,17 @@ run_result harness_produce(const char *lesson, const char *case_name,
     return result;
 }
 
+void harness_produce_case(const char *lesson, const char *case_name,
+                          const char *dir, const char *args,
+                          char *const env[], double test_timeout_s,
+                          const char *what)
+{
+    run_result r = harness_produce(lesson, case_name, dir, args, env,
+                                   test_timeout_s - 2);
+    harness_expect_success(&r, what);
+    run_result_free(&r);
+}
+
 void harness_read_output(const char *dir, const char *name, void *values,
                          size_t size, size_t count)
 {

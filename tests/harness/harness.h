@@ -179,6 +179,15 @@ run_result harness_produce(const char *lesson, const char *case_name,
                            const char *dir, const char *args,
                            char *const env[], double timeout_s);
 
+/* harness_produce with a time limit a couple of seconds below the test's
+ * own (`test_timeout_s`, as given to harness_add), so that code that never
+ * ends is reported as such, not as a test killed by Check; fails the test,
+ * saying `what` ran, unless the producer ran to its end. */
+void harness_produce_case(const char *lesson, const char *case_name,
+                          const char *dir, const char *args,
+                          char *const env[], double test_timeout_s,
+                          const char *what);
+
 /* OUT/NAME.bin, which must hold exactly `count` elements of `size` bytes,
  * into `values`; fails the test otherwise. */
 void harness_read_output(const char *dir, const char *name, void *values,
