@@ -281,8 +281,12 @@ static size_t classify(void *context, const float *inputs, const int *labels,
     trainer *t = context;
     int correct = 0;
     forward(t, inputs, batch);
-    if (isnan(mlp_loss(&t->model, labels, 0, &correct)))
-        fail(t, t->model.error);
+    if (isnan(mlp_loss(&t->model, labels, 0, &correct))) {
+        if (t->model.error[0])
+            fail(t, t->model.error);
+        fail_nan(t, (long)t->config->steps, "the loss on the held-out "
+                 "samples is NaN");
+    }
     return (size_t)correct;
 }
 
