@@ -254,8 +254,19 @@ def run_command(command, env):
     try:
         # Bytes, decoded here: text mode would turn a progress line's
         # carriage returns into line ends.
-        done = subprocess.run(["bash", "-c", command], capture_output=True, env=env,
-                              stdin=subprocess.DEVNULL, timeout=COMMAND_SECONDS)
+        # Nothing typed, as at a terminal: a pipe nobody writes to, open
+        # until the command ends. With /dev/null, MPICH's mpiexec races a
+        # quick program (hostname): it tells rank 0's proxy that stdin has
+        # ended, and when that proxy has already finished it dies of
+        # SIGPIPE, silently (status 141). A stdin it cannot read it reports
+        # ended at once, with the same race.
+        typed_from, typed_into = os.pipe()
+        try:
+            done = subprocess.run(["bash", "-c", command], capture_output=True, env=env,
+                                  stdin=typed_from, timeout=COMMAND_SECONDS)
+        finally:
+            os.close(typed_from)
+            os.close(typed_into)
         return Ran(done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"),
                    done.returncode, time.time() - start)
     except subprocess.TimeoutExpired as late:
