@@ -511,9 +511,20 @@ run_result harness_run(char *const argv[], char *const env[],
          * limit (it passes it on to the program). */
         signal(SIGTERM, SIG_IGN);
         close(report_pipe[0]);
-        int nothing = open("/dev/null", O_RDONLY);
-        if (nothing >= 0)
-            dup2(nothing, STDIN_FILENO);
+        /* Nothing to read, and no end to it: a pipe that nobody writes
+         * to, its write end held here (and by the keeper) until the run
+         * ends, closed in the program. Given /dev/null, MPICH's mpiexec
+         * tells rank 0's proxy at once that stdin has ended, and dies of
+         * SIGPIPE, silently (status 141), when a rank there that ends at
+         * once (a program that cannot start) has already finished. */
+        int typed[2];
+        if (pipe(typed) == 0) {
+            fcntl(typed[1], F_SETFD, FD_CLOEXEC);
+            if (typed[0] != STDIN_FILENO) {
+                dup2(typed[0], STDIN_FILENO);
+                close(typed[0]);
+            }
+        }
         dup2(fileno(out), STDOUT_FILENO);
         dup2(fileno(err), STDERR_FILENO);
         for (size_t k = 0; env != NULL && env[k] != NULL; k++)
