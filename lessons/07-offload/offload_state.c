@@ -149,7 +149,7 @@ cpu_adam_step offload_adam_step(const offload_state *o, long step)
  * lesson, so one fingerprint is kept, with the sample it was taken on. */
 static host_task_watch watch;
 static uint64_t master_at_start;
-static size_t sample_first, sample_stride;
+static size_t sample_first;
 
 /* The fingerprint looks at a sample of the slice, not all of it: hashed
  * whole, 3.2 million master weights took some 10 ms twice a step on the
@@ -159,7 +159,13 @@ static size_t sample_first, sample_stride;
  * first element is drawn afresh for each task. */
 enum { MASTER_SAMPLE = 1024 };
 
-/* Draws the sample's start and stride for the next task. */
+/* Every sample_stride(o)-th element from sample_first is in the sample. */
+static size_t sample_stride(const offload_state *o)
+{
+    return o->own_count > MASTER_SAMPLE ? o->own_count / MASTER_SAMPLE : 1;
+}
+
+/* Draws the sample's first element for the next task. */
 static void draw_sample(const offload_state *o)
 {
     static rng_t draws;
@@ -168,17 +174,16 @@ static void draw_sample(const offload_state *o)
         draws = rng_seeded((uint64_t)(timer_now() * 1e9));
         seeded = true;
     }
-    sample_stride = o->own_count > MASTER_SAMPLE ?
-                    o->own_count / MASTER_SAMPLE : 1;
-    sample_first = (size_t)(rng_next_u64(&draws) % sample_stride);
+    sample_first = (size_t)(rng_next_u64(&draws) % sample_stride(o));
 }
 
 /* FNV-1a over the bytes of the sample's master weights: an update of a
  * sampled element changes it, but for a collision of one in 2^64. */
 static uint64_t master_fingerprint(const offload_state *o)
 {
+    const size_t stride = sample_stride(o);
     uint64_t hash = 14695981039346656037ull;
-    for (size_t i = sample_first; i < o->own_count; i += sample_stride) {
+    for (size_t i = sample_first; i < o->own_count; i += stride) {
         const unsigned char *bytes = (const unsigned char *)&o->master[i];
         for (size_t k = 0; k < sizeof *o->master; k++)
             hash = (hash ^ bytes[k]) * 1099511628211ull;

@@ -48,7 +48,6 @@ static const char *const timed_calls[] = { "MPI_Irecv", "MPI_Send",
                                            "MPI_Wait", "MPI_Recv",
                                            "MPI_Barrier", "MPI_Bcast" };
 
-/* The ledger; with elapsed >= 0, the seconds lines after it. */
 /* DIR/rank-R.txt, opened with `mode`, or the job ends. */
 static FILE *open_rank_file(const char *dir, int rank, const char *mode)
 {
@@ -70,6 +69,7 @@ static void close_rank_file(FILE *out)
     }
 }
 
+/* The ledger; with elapsed >= 0, the seconds lines after it. */
 static void write_ledger_timed(const char *dir, int rank, double elapsed)
 {
     FILE *out = open_rank_file(dir, rank, "w");
