@@ -275,7 +275,7 @@ library_dir = build/$($(1)_LIBRARY)
 library_parts = $(addprefix build/$(1)/,common/libcommon.a common/not_done.o \
     $(patsubst %.c,%.o,$(COMMON_MPI_SOURCES)) $(if $(filter $(CUDA_LESSONS),$(BUILT_LESSONS)),common/check_cuda.o) \
     $(if $(foreach lesson,$(BUILT_LESSONS),$(call device_cuda,$(lesson))),common/device_cuda.o common/check_cuda.o) \
-    $(addprefix tests/,$(HARNESS_OBJS) harness/producer.o) \
+    $(addprefix tests/,$(HARNESS_OBJS) harness/producer.o harness/rank_watch.o) \
     $(foreach lesson,$(BUILT_LESSONS),tests/test_$(lesson).o $(if $($(lesson)_PRODUCER_OBJS),tests/producer/$(lesson).o)) \
     $(patsubst %.c,%.o,$(wildcard tests/hidden/test_*.c)))
 
@@ -320,7 +320,7 @@ lesson_judge = $(eval $(call link_rule,build/$(1)/tests/test_$(2),\
     $(addprefix $(call library_dir,$(1))/tests/,$(HARNESS_OBJS)) \
     $(if $($(2)_CUDA),$(call library_dir,$(1))/common/check_cuda.o) \
     $(call library_dir,$(1))/common/libcommon.a \
-    | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) $(if $($(2)_PRODUCER_OBJS),producer)),\
+    | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) $(if $($(2)_PRODUCER_OBJS),producer)) build/$(1)/tests/rank_watch,\
     CC,CHECK_LIBS $(if $($(2)_CUDA),CUDA_LIBS)))
 
 # Every object a lesson's programs, producer and benchmark link: those
@@ -364,6 +364,10 @@ $(if $(and $($(2)_PRODUCER_OBJS),$(if $(wildcard tests/producer/$(2).c),,missing
 endef
 
 $(foreach variant,$(VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_rules,$(variant),$(lesson)))))
+# The watch the harness starts every MPI rank under (tests/harness/
+# rank_watch.c): in each build's own folder, where a grading's sandbox
+# shows it.
+$(foreach variant,$(VARIANTS),$(eval $(call link_rule,build/$(variant)/tests/rank_watch,$(call library_dir,$(variant))/tests/harness/rank_watch.o,CC,)))
 $(foreach variant,$(OWN_VARIANTS),$(foreach lesson,$(BUILT_LESSONS),$(eval $(call lesson_test_rules,$(variant),$(lesson)))))
 
 # ---- 7. The library's tests, the grader's tool, the benchmarks ----------------
@@ -381,7 +385,7 @@ PROGRAMS_$(1) += build/$(1)/tests/common/ledger_probe
 $(call link_rule,build/$(1)/tests/common/collectives_probe,build/$(1)/tests/common/collectives_probe.o $(call common_mpi_objects,$(1)) build/$(1)/common/libcommon.a,MPICC,)
 build/$(1)/tests/common/collectives_probe.o: COMPILER = $$(MPI_COMPILER)
 PROGRAMS_$(1) += build/$(1)/tests/common/collectives_probe
-$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(if $(filter test_device,$(test)),$(call device_test_cuda,$(1))) $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe build/$(1)/tests/common/collectives_probe,CC,CHECK_LIBS $(if $(and $(filter test_device,$(test)),$(call device_test_cuda,$(1))),CUDA_LIBS))))
+$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(if $(filter test_device,$(test)),$(call device_test_cuda,$(1))) $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe build/$(1)/tests/common/collectives_probe build/$(1)/tests/rank_watch,CC,CHECK_LIBS $(if $(and $(filter test_device,$(test)),$(call device_test_cuda,$(1))),CUDA_LIBS))))
 build/$(1)/tests/common/test_device.o: FILE_FLAGS += $(if $(call device_test_cuda,$(1)),-DZZ_DEVICE_CUDA_LINKED=1)
 TESTS_$(1) += $(addprefix build/$(1)/tests/common/,$(COMMON_TESTS))
 endef

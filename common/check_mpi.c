@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "check_mpi.h"
 
+#include "boundary.h"
 #include "cli.h"
 #include "report.h"
 #include "steps.h"
@@ -117,4 +118,52 @@ FILE *mpi_report_open_or_exit(const char *program, const char *out, int rank)
     MPI_CHECK(MPI_Get_processor_name(host, &host_length));
     fprintf(report, "host %.*s\n", host_length, host);
     return report;
+}
+
+void mpi_enter_boundary_or_exit(const char *program, FILE *report,
+                                const char *out, int rank,
+                                const char *const *report_names)
+{
+    int ranks;
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
+    char *bytes = calloc(2 * (size_t)ranks, 1);
+    if (bytes == NULL)
+        mpi_abort_exit("mpi_enter_boundary_or_exit: out of memory");
+    MPI_CHECK(MPI_Alltoall(bytes, 1, MPI_CHAR, bytes + ranks, 1, MPI_CHAR,
+                           MPI_COMM_WORLD));
+    free(bytes);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+
+    enum { MOST_REPORTS = 40 };
+    static char paths[MOST_REPORTS][REPORT_PATH];
+    const char *writable[MOST_REPORTS + 1] = { NULL };
+    size_t count = 0;
+    for (size_t k = 0; out != NULL && report_names != NULL &&
+                       report_names[k] != NULL; k++) {
+        if (count == MOST_REPORTS ||
+            snprintf(paths[count], REPORT_PATH, "%s/%s-rank-%d.bin", out,
+                     report_names[k], rank) >= REPORT_PATH)
+            mpi_abort_exit("mpi_enter_boundary_or_exit: too many reports, "
+                           "or a path too long");
+        writable[count] = paths[count];
+        count++;
+    }
+    writable[count] = NULL;
+    boundary_status status;
+    char error[512];
+    int failed = boundary_enter(writable, NULL, &status, error,
+                                sizeof error) != 0;
+    int anyone = failed;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &anyone, 1, MPI_INT, MPI_MAX,
+                            MPI_COMM_WORLD));
+    if (anyone) {
+        if (failed)
+            fprintf(stderr, "%s: rank %d: %s\n", program, rank, error);
+        mpi_exit_all(1);
+    }
+    if (report != NULL && status.requested) {
+        char line[256];
+        boundary_describe(&status, line, sizeof line);
+        fprintf(report, "%s\n", line);
+    }
 }

@@ -65,6 +65,19 @@ void mpi_exit_if_any(bool bad, const char *program, const char *why);
  * processor name, the host name on Linux). */
 FILE *mpi_report_open_or_exit(const char *program, const char *out, int rank);
 
+/* Before a driver runs any of the student's code: wires every pair of
+ * ranks (a byte each way, so that every TCP connection MPI will use exists
+ * before the boundary refuses new ones), then enters the run-time boundary
+ * (boundary.h) with OUT/NAME-rank-RANK.bin writable for each of
+ * `report_names` (NULL-terminated; may be NULL) and marks "boundary" for
+ * the watch. `report` (may be NULL) gets the boundary's line. If the
+ * boundary the grader asked for cannot be installed, every rank stops
+ * (status 1) with the reason: no student code runs outside it. Without
+ * the grader (no ZZ_BOUNDARY) it only wires the ranks. */
+void mpi_enter_boundary_or_exit(const char *program, FILE *report,
+                                const char *out, int rank,
+                                const char *const *report_names);
+
 /* For an MPI program that takes no flags and starts MPI in its own code
  * (lesson 00's hello_mpi), called first thing in main. With nothing on the
  * command line it returns at once and leaves MPI alone. Otherwise it starts

@@ -17,6 +17,7 @@
 
 #include <mpi.h>
 
+#include "boundary.h"
 #include "check_mpi.h"
 #include "cli.h"
 #include "comm_ledger.h"
@@ -241,6 +242,7 @@ static split_run run_rows(const run_config *c)
     r.y_offset = 0;
     r.y_count = c->m;
     steps_enter("report");
+    boundary_mark("done");
     write_report(c, &r, begin, end);
 
     steps_enter("check");
@@ -351,6 +353,7 @@ static split_run run_columns(const run_config *c)
     r.y[r.y_count] = guard;
     reduce_scatter_y(partial_y, r.y, c->m, MPI_COMM_WORLD);
     steps_enter("report");
+    boundary_mark("done");
     write_report(c, &r, begin, end);
 
     /* Checking is not part of the algorithm's memory: it comes after the
@@ -411,6 +414,10 @@ int main(int argc, char **argv)
     }
 
     c.report = mpi_report_open_or_exit("matvec_mpi", c.out, c.rank);
+    /* From here on your code runs: behind the boundary when graded. */
+    const char *const reports[] = { "y", c.columns ? NULL : "x", NULL };
+    mpi_enter_boundary_or_exit("matvec_mpi", c.report, c.out, c.rank,
+                               reports);
 
     comm_ledger_reset();
     split_run r = c.columns ? run_columns(&c) : run_rows(&c);

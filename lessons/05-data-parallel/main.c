@@ -270,6 +270,10 @@ int main(int argc, char **argv)
     };
     const train_setup setup = { c.steps, c.local_batch, &train, &held, c.rank,
                                 c.ranks, c.report, c.out };
+    /* From here on your code runs: behind the boundary when graded. */
+    const char *const reports[] = { "params", c.rank == 0 ? "losses" : NULL,
+                                    NULL };
+    mpi_enter_boundary_or_exit("train", c.report, c.out, c.rank, reports);
     int status = train_run(&setup, &steps, error, sizeof error);
     if (status != 0) {
         fprintf(stderr, "train: %s\n", error);

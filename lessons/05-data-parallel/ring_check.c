@@ -23,6 +23,7 @@
 
 #include <mpi.h>
 
+#include "boundary.h"
 #include "check_mpi.h"
 #include "cli.h"
 #include "comm_ledger.h"
@@ -190,6 +191,16 @@ int main(int argc, char **argv)
         mpi_exit_all(2);
     }
     c.report = mpi_report_open_or_exit("ring_check", c.out, c.rank);
+    /* From here on your code runs: behind the boundary when graded, with
+     * a result file for each length. */
+    static char names[RING_CHECK_MAX_COUNTS][sizeof "result-18446744073709551615"];
+    const char *reports[RING_CHECK_MAX_COUNTS + 1] = { NULL };
+    for (int k = 0; k < how_many; k++) {
+        snprintf(names[k], sizeof names[k], "result-%zu", counts[k]);
+        reports[k] = names[k];
+    }
+    mpi_enter_boundary_or_exit("ring_check", c.report, c.out, c.rank,
+                               reports);
 
     c.comm = MPI_COMM_WORLD;
     if (split)
@@ -202,6 +213,7 @@ int main(int argc, char **argv)
         run_once(&c, counts[k]);
     if (repeat > 0)
         run_repeated(&c, counts[how_many - 1], repeat);
+    boundary_mark("done");
     if (c.report != NULL && fclose(c.report) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
     if (c.rank == 0)

@@ -660,6 +660,10 @@ int main(int argc, char **argv)
 
     const adamw_config adamw = { (float)c.learning_rate, 0.9f, 0.999f, 1e-8f,
                                  0.0f };
+    /* From here on your code runs: behind the boundary when graded. */
+    const char *const reports[] = { "master", "params",
+                                    c.rank == 0 ? "losses" : NULL, NULL };
+    mpi_enter_boundary_or_exit("train_zero", report, c.out, c.rank, reports);
     zero_create(&t.zero, c.stage, c.prefetch, &t.model, &adamw);
     /* The OpenMP runtime allocates its own bookkeeping when it first
      * starts its threads (LLVM's, under clang, some 70 KiB a process):

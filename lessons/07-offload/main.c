@@ -524,6 +524,11 @@ int main(int argc, char **argv)
 
     const adamw_config adamw = { (float)c.learning_rate, 0.9f, 0.999f, 1e-8f,
                                  0.0f };
+    /* From here on your code runs: behind the boundary when graded. */
+    const char *const reports[] = { "master", "params",
+                                    c.rank == 0 ? "losses" : NULL, NULL };
+    mpi_enter_boundary_or_exit("train_offload", report, c.out, c.rank,
+                               reports);
     if (c.no_offload)
         zero_create(&t.zero, 0, false, &t.model, &adamw);
     else

@@ -425,8 +425,9 @@ static _Noreturn void run_keeper(char *const argv[], int report_fd,
         mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               NULL);
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-              "mode=1777");
+        if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+                  "mode=1777") == 0)
+            setenv("ZZ_PRIVATE_SHM", "1", 1);
     }
     /* If the test dies, the keeper goes too (and with it the namespace). */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -611,7 +612,10 @@ void run_result_free(run_result *result)
     free(result->out);
     free(result->err);
     free(result->where);
-    result->out = result->err = result->where = NULL;
+    if (result->watch_dir != NULL)
+        harness_remove_out_dir(result->watch_dir);
+    free(result->watch_dir);
+    result->out = result->err = result->where = result->watch_dir = NULL;
 }
 
 const char *harness_program(const char *lesson, const char *program)
@@ -806,6 +810,23 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
         append_word(argv, &count, MAX_WORDS, (char *)timeout_flag, command);
         append_word(argv, &count, MAX_WORDS, mpirun_timeout, command);
     }
+    /* Every rank under the watch (rank_watch.c), which measures it from
+     * outside its process into a folder of this run's own. */
+    char watch_dir[HARNESS_PATH];
+    char watch_program[PATH_MAX];
+    bool watched = harness_outside_measures();
+    if (watched) {
+        int made = snprintf(watch_dir, sizeof watch_dir, "%s/zz-watch-XXXXXX",
+                            harness_scratch());
+        ck_assert_msg(made > 0 && made < HARNESS_PATH, "harness: the scratch "
+                      "folder's path is too long: %s", harness_scratch());
+        ck_assert_msg(mkdtemp(watch_dir) != NULL, "harness: mkdtemp %s: %s",
+                      watch_dir, strerror(errno));
+        path_of(watch_program, "%s/tests/rank_watch", getenv("ZZ_BUILD_DIR"));
+        append_word(argv, &count, MAX_WORDS, watch_program, command);
+        append_word(argv, &count, MAX_WORDS, watch_dir, command);
+        append_word(argv, &count, MAX_WORDS, "--", command);
+    }
     append_word(argv, &count, MAX_WORDS,
                 (char *)harness_program(lesson, program), command);
     for (size_t k = 0; args != NULL && args[k] != NULL; k++)
@@ -844,6 +865,26 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     append_word(mpi_env, &env_count, MAX_ENV, steps_setting, settings);
     append_word(mpi_env, &env_count, MAX_ENV, segments_setting, settings);
     append_word(mpi_env, &env_count, MAX_ENV, session_setting, settings);
+    /* Under the watch, the ranks talk only through TCP sockets, whose
+     * bytes the kernel counts, and enter the run-time boundary
+     * (common/boundary.h) before the student's code runs. Open MPI: the
+     * TCP transport on the loopback interface (its default leaves the
+     * loopback out), and its own protocol layer (ob1), not UCX's; MPICH
+     * with UCX: TCP, and no shared memory between ranks of one host. */
+    /* Allreduce by the ring (Open MPI's algorithm 4, MPICH's "ring"),
+     * whose bytes each rank receives are the ledger's count, 2(P-1)/P of
+     * the data: a recursive doubling receives log2(P) times the data. */
+    static char *const measured_env[] = {
+        "ZZ_BOUNDARY=1", "OMPI_MCA_btl=tcp,self",
+        "OMPI_MCA_btl_tcp_if_include=lo", "OMPI_MCA_pml=ob1",
+        "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
+        "OMPI_MCA_coll_tuned_allreduce_algorithm=4",
+        "UCX_TLS=tcp,self", "UCX_NET_DEVICES=lo", "MPIR_CVAR_NOLOCAL=1",
+        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring",
+        NULL,
+    };
+    for (size_t k = 0; watched && measured_env[k] != NULL; k++)
+        append_word(mpi_env, &env_count, MAX_ENV, measured_env[k], settings);
     for (size_t k = 0; env != NULL && env[k] != NULL; k++)
         append_word(mpi_env, &env_count, MAX_ENV, env[k], settings);
     mpi_env[env_count] = NULL;
@@ -858,6 +899,11 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     if (result.timed_out || result.signal != 0 || result.exit_status != 0)
         result.where = describe_steps(steps_dir, ranks);
     result.leftovers = remove_folder(steps_dir, ranks);
+    if (watched) {
+        result.watch_dir = strdup(watch_dir);
+        ck_assert_msg(result.watch_dir != NULL, "harness: out of memory");
+        result.ranks = ranks;
+    }
     return result;
 }
 
@@ -1206,4 +1252,249 @@ int harness_occurrences(const char *text, const char *part)
     for (const char *at = strstr(text, part); at; at = strstr(at + 1, part))
         count++;
     return count;
+}
+
+/* ---- The watch's reports -------------------------------------------------- */
+
+bool harness_outside_measures(void)
+{
+#ifdef __linux__
+    return true;
+#else
+    return false;
+#endif
+}
+
+/* Reads "KEY VALUE" pairs of a watch line into an event. */
+static void read_event(const char *line, watch_event *e)
+{
+    sscanf(line, "event %31s anon %llu file %llu shmem %llu peak %llu sent "
+           "%llu received %llu launcher_sent %llu launcher_received %llu",
+           e->name, &e->anon, &e->file, &e->shmem, &e->peak, &e->sent,
+           &e->received, &e->launcher_sent, &e->launcher_received);
+}
+
+watch_report harness_read_watch(const run_result *result, int rank)
+{
+    watch_report w = { 0 };
+    if (result->watch_dir == NULL)
+        return w;
+    char path[PATH_MAX];
+    path_of(path, "%s/watch-rank-%d.txt", result->watch_dir, rank);
+    FILE *file = fopen(path, "r");
+    if (file == NULL)
+        return w;
+    w.found = true;
+    char line[512];
+    while (fgets(line, sizeof line, file) != NULL) {
+        if (strncmp(line, "boundary ", 9) == 0) {
+            w.boundary_seen = sscanf(line, "boundary seccomp %d filters %*d "
+                                     "no_new_privs %d capabilities %llx",
+                                     &w.seccomp, &w.no_new_privs,
+                                     &w.capabilities) == 3;
+        } else if (strncmp(line, "event ", 6) == 0) {
+            if (w.event_count < WATCH_MOST_EVENTS)
+                read_event(line, &w.events[w.event_count]);
+            w.event_count++;
+            w.socket_count = 0;
+        } else if (strncmp(line, "socket ", 7) == 0 &&
+                   w.socket_count < WATCH_MOST_SOCKETS) {
+            watch_socket *s = &w.sockets[w.socket_count];
+            if (sscanf(line, "socket %*s %u %u %llu %llu", &s->local_port,
+                       &s->remote_port, &s->sent, &s->received) == 4) {
+                s->launcher = strstr(line, " launcher") != NULL;
+                w.socket_count++;
+            }
+        } else if (strncmp(line, "exit ", 5) == 0) {
+            w.exited = sscanf(line, "exit %d %d maxrss %llu", &w.exit_status,
+                              &w.exit_signal, &w.maxrss) == 3;
+        }
+    }
+    fclose(file);
+    return w;
+}
+
+/* The mark named `name`, or NULL. */
+static const watch_event *event_named(const watch_report *w, const char *name)
+{
+    int count = w->event_count < WATCH_MOST_EVENTS ? w->event_count
+                                                   : WATCH_MOST_EVENTS;
+    for (int k = 0; k < count; k++)
+        if (strcmp(w->events[k].name, name) == 0)
+            return &w->events[k];
+    return NULL;
+}
+
+void harness_expect_watched(const watch_report *w, int rank, const char *what)
+{
+    ck_assert_msg(w->found, "%s: the watch wrote nothing for rank %d: the "
+                  "rank did not start, or the run was not watched", what,
+                  rank);
+    ck_assert_msg(w->boundary_seen && w->event_count >= 1 &&
+                  strcmp(w->events[0].name, "boundary") == 0,
+                  "%s: rank %d never reached the run-time boundary (its "
+                  "first mark: %s): the driver stopped before the student's "
+                  "code ran", what, rank,
+                  w->event_count ? w->events[0].name : "none");
+    ck_assert_msg(w->seccomp == 2 && w->no_new_privs == 1 &&
+                  w->capabilities == 0, "%s: rank %d's boundary was not "
+                  "in place (seccomp %d, no_new_privs %d, capabilities "
+                  "%llx): nothing it measured can be trusted", what, rank,
+                  w->seccomp, w->no_new_privs, w->capabilities);
+    ck_assert_msg(w->event_count == 2 && strcmp(w->events[1].name, "done")
+                  == 0, "%s: rank %d made %d marks for the watch (%s%s%s), "
+                  "where its driver makes exactly two (boundary, done): "
+                  "code other than the driver's wrote to the watch's pipe, "
+                  "or the rank ended before its work was done", what, rank,
+                  w->event_count, w->events[0].name,
+                  w->event_count > 1 ? ", " : "",
+                  w->event_count > 1 ? w->events[1].name : "");
+    ck_assert_msg(w->exited, "%s: the watch saw rank %d's driver not end",
+                  what, rank);
+}
+
+unsigned long long watch_bytes_sent(const watch_report *w)
+{
+    const watch_event *from = event_named(w, "boundary");
+    const watch_event *to = event_named(w, "done");
+    return from && to && to->sent >= from->sent ? to->sent - from->sent : 0;
+}
+
+unsigned long long watch_bytes_received(const watch_report *w)
+{
+    const watch_event *from = event_named(w, "boundary");
+    const watch_event *to = event_named(w, "done");
+    return from && to && to->received >= from->received
+               ? to->received - from->received
+               : 0;
+}
+
+unsigned long long watch_memory_growth(const watch_report *w)
+{
+    const watch_event *from = event_named(w, "boundary");
+    const watch_event *to = event_named(w, "done");
+    if (from == NULL || to == NULL)
+        return 0;
+    unsigned long long others = to->file + to->shmem;
+    unsigned long long anon_peak = to->peak > others ? to->peak - others : 0;
+    return anon_peak > from->anon ? 1024ull * (anon_peak - from->anon) : 0;
+}
+
+/* Point-to-point calls: one message each (Sendrecv two). */
+static unsigned long long messages_of(const char *call, unsigned long long
+                                      calls, int ranks)
+{
+    static const char *const single[] = {
+        "MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Isend",
+        "MPI_Issend", "MPI_Ibsend", "MPI_Irsend", "MPI_Recv", "MPI_Irecv",
+    };
+    if (strncmp(call, "MPI_Wait", 8) == 0 || strncmp(call, "MPI_Test", 8) == 0
+        || strcmp(call, "MPI_Request_free") == 0)
+        return 0;
+    for (size_t k = 0; k < sizeof single / sizeof *single; k++)
+        if (strcmp(call, single[k]) == 0)
+            return calls;
+    if (strncmp(call, "MPI_Sendrecv", 12) == 0 ||
+        strncmp(call, "MPI_Isendrecv", 13) == 0)
+        return 2 * calls;
+    /* A collective: a message to and from each other rank, twice over
+     * for the two-phase ones (allreduce, reduce-scatter). */
+    return 2 * calls * (unsigned long long)(ranks > 1 ? ranks - 1 : 0);
+}
+
+ledger_traffic harness_ledger_traffic(const char *report, int ranks)
+{
+    ledger_traffic t = { 0 };
+    for (const char *line = report; line != NULL && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        char call[64];
+        unsigned long long calls, sent, received;
+        if (sscanf(line, "comm %63s %llu %llu %llu", call, &calls, &sent,
+                   &received) != 4)
+            continue;
+        t.sent += sent;
+        t.received += received;
+        t.messages += messages_of(call, calls, ranks);
+    }
+    return t;
+}
+
+unsigned long long harness_wire_overhead(unsigned long long bytes,
+                                         unsigned long long messages)
+{
+    return 1024 + 64 * messages + bytes / 1024;
+}
+
+/* The bytes to and from the process manager between the marks. */
+static unsigned long long launcher_bytes(const watch_report *w)
+{
+    const watch_event *from = event_named(w, "boundary");
+    const watch_event *to = event_named(w, "done");
+    if (from == NULL || to == NULL)
+        return 0;
+    return (to->launcher_sent - from->launcher_sent) +
+           (to->launcher_received - from->launcher_received);
+}
+
+/* One direction's check: the wire carried `wire`, the ledger counted
+ * `counted` in `messages` messages. */
+static void expect_wire(const watch_report *w, int rank, const char *verb,
+                        unsigned long long wire, unsigned long long counted,
+                        unsigned long long messages, const char *what,
+                        const char *hint)
+{
+    if (!w->found && !harness_outside_measures())
+        return;
+    harness_expect_watched(w, rank, what);
+    const unsigned long long extra = harness_wire_overhead(counted, messages);
+    ck_assert_msg(wire + 64 >= counted, "%s: rank %d's MPI calls count %llu "
+                  "bytes %s, but its sockets %s only %llu (measured by the "
+                  "kernel, outside the rank's process): bytes counted that "
+                  "never crossed to another rank (a message to itself?), or "
+                  "a ledger written over. Hint: %s", what, rank, counted,
+                  verb, verb, wire, hint);
+    ck_assert_msg(wire <= counted + extra, "%s: rank %d's sockets %s %llu "
+                  "bytes (measured by the kernel, outside the rank's "
+                  "process), but its MPI calls count only %llu, and the "
+                  "wire's headers take at most %llu more: data moved "
+                  "between ranks past the MPI calls the lesson counts. Hint: "
+                  "%s", what, rank, verb, wire, counted, extra, hint);
+    const unsigned long long manager = launcher_bytes(w);
+    ck_assert_msg(manager <= 4096, "%s: rank %d exchanged %llu bytes with "
+                  "the MPI process manager while the lesson's code ran: data "
+                  "sent past MPI's communication calls. Hint: %s", what,
+                  rank, manager, hint);
+}
+
+void harness_expect_received(const watch_report *w, int rank,
+                             const ledger_traffic *counted, const char *what,
+                             const char *hint)
+{
+    expect_wire(w, rank, "received", watch_bytes_received(w),
+                counted->received, counted->messages, what, hint);
+}
+
+void harness_expect_sent(const watch_report *w, int rank,
+                         const ledger_traffic *counted, const char *what,
+                         const char *hint)
+{
+    expect_wire(w, rank, "sent", watch_bytes_sent(w), counted->sent,
+                counted->messages, what, hint);
+}
+
+void harness_expect_memory(const watch_report *w, int rank,
+                           unsigned long long allowed, const char *what,
+                           const char *hint)
+{
+    if (!w->found && !harness_outside_measures())
+        return;
+    harness_expect_watched(w, rank, what);
+    const unsigned long long growth = watch_memory_growth(w);
+    ck_assert_msg(growth <= allowed + HARNESS_MEMORY_SLACK, "%s: rank %d's "
+                  "memory rose by %llu bytes while the lesson's code ran "
+                  "(the kernel's count of the pages it touched, measured "
+                  "outside its process: heap, stack and static arrays "
+                  "alike), where what it may hold comes to %llu and the "
+                  "libraries' own buffers to at most %d more. Hint: %s",
+                  what, rank, growth, allowed, HARNESS_MEMORY_SLACK, hint);
 }

@@ -83,6 +83,10 @@ typedef struct {
                           from inside the run: nothing it said counts */
     int leftovers;     /* MPI runs: shared-memory files the ranks left
                           behind (the harness removed them) */
+    char *watch_dir;   /* MPI runs under the watch (harness_outside_measures):
+                          the folder of its reports, removed by
+                          run_result_free; else NULL */
+    int ranks;         /* MPI runs under the watch: how many ranks */
 } run_result;
 
 /* Runs argv (argv[0] searched in PATH) in a session of its own with `env`
@@ -123,6 +127,115 @@ const char *harness_program(const char *lesson, const char *program);
 run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            char *const args[], char *const env[],
                            double timeout_s);
+
+/* ---- Measured from outside the run (tests/harness/rank_watch.c) ---------- */
+
+/* Whether MPI runs are measured from outside their processes here: on
+ * Linux every rank of harness_run_mpi runs under the watch, on TCP,
+ * behind the boundary (common/boundary.h). Elsewhere (macOS) what a run
+ * reports about itself is all the tests have, and they say so. */
+bool harness_outside_measures(void);
+
+/* One mark the driver made, with what the watch read at it: memory in
+ * KiB (the peak since the "boundary" mark), bytes of the rank's TCP
+ * sockets to other ranks and to the process manager, since the start. */
+typedef struct {
+    char name[32];
+    unsigned long long anon, file, shmem, peak;
+    unsigned long long sent, received, launcher_sent, launcher_received;
+} watch_event;
+
+enum { WATCH_MOST_EVENTS = 8, WATCH_MOST_SOCKETS = 64 };
+
+/* A socket of the rank at its last mark: ports, bytes sent and received. */
+typedef struct {
+    unsigned local_port, remote_port;
+    unsigned long long sent, received;
+    bool launcher;
+} watch_socket;
+
+/* What the watch wrote for one rank. */
+typedef struct {
+    bool found;            /* it wrote a report for this rank */
+    bool boundary_seen;    /* the state at "boundary", from /proc: */
+    int seccomp;           /* 2: a filter is installed */
+    int no_new_privs;
+    unsigned long long capabilities;   /* effective, as a mask */
+    int event_count;       /* marks, in order (more than fit: counted) */
+    watch_event events[WATCH_MOST_EVENTS];
+    int socket_count;      /* sockets at the last mark */
+    watch_socket sockets[WATCH_MOST_SOCKETS];
+    bool exited;           /* the driver ended (an "exit" line) */
+    int exit_status, exit_signal;
+    unsigned long long maxrss;         /* KiB, wait4's */
+} watch_report;
+
+/* The watch's report on rank `rank` of an MPI run; .found false when the
+ * run was not watched or the watch wrote nothing for the rank. */
+watch_report harness_read_watch(const run_result *result, int rank);
+
+/* Fails the test, naming `what` and the rank, unless the watch saw the
+ * rank behind its boundary (a seccomp filter, no_new_privs, no
+ * capabilities) make exactly the marks "boundary" then "done" and end. */
+void harness_expect_watched(const watch_report *w, int rank,
+                            const char *what);
+
+/* Between "boundary" and "done": the bytes the rank sent to and received
+ * from other ranks (its TCP sockets but the process manager's), and a
+ * lower bound on how far its anonymous memory rose above what it held at
+ * "boundary", in bytes: the peak of its resident set less what the
+ * file-backed and shared pages held at "done" (they only grow in a run:
+ * nothing evicts them here), less the anonymous memory at "boundary". */
+unsigned long long watch_bytes_sent(const watch_report *w);
+unsigned long long watch_bytes_received(const watch_report *w);
+unsigned long long watch_memory_growth(const watch_report *w);
+
+/* What a rank's own ledger counted (its report's "comm CALL CALLS SENT
+ * RECEIVED" lines, common/comm_ledger.h): bytes, and the messages they
+ * took, a point-to-point call one, a collective one to each other rank. */
+typedef struct {
+    unsigned long long sent, received, messages;
+} ledger_traffic;
+ledger_traffic harness_ledger_traffic(const char *report, int ranks);
+
+/* The bytes the wire may carry beyond the payload: each message's
+ * headers (Open MPI's and UCX's: some 30 bytes seen here; 64 allowed), a
+ * long message's handshake and fragment headers (under 0.1%), and 1 KiB
+ * for the marks' own messages. */
+unsigned long long harness_wire_overhead(unsigned long long bytes,
+                                         unsigned long long messages);
+
+/* Fails the test unless the watch saw rank `rank`, behind its boundary,
+ * receive what its ledger says it received (`counted`), no less and no
+ * more than the wire's overhead allows, and exchange next to nothing with
+ * the process manager. `what` names the run, `hint` the TODO. */
+void harness_expect_received(const watch_report *w, int rank,
+                             const ledger_traffic *counted, const char *what,
+                             const char *hint);
+
+/* The same for the bytes a rank sent (where the run's MPI calls are
+ * point-to-point, or collectives whose every rank sends its own part: the
+ * toolkit's collectives; a library's tree broadcast forwards for others,
+ * and is checked by what each rank received). */
+void harness_expect_sent(const watch_report *w, int rank,
+                         const ledger_traffic *counted, const char *what,
+                         const char *hint);
+
+/* Fails the test unless rank `rank`'s memory, as the watch measured it
+ * from outside (watch_memory_growth), rose by no more than `allowed`
+ * bytes (what the formulas let the rank hold after its boundary) and
+ * HARNESS_MEMORY_SLACK. */
+void harness_expect_memory(const watch_report *w, int rank,
+                           unsigned long long allowed, const char *what,
+                           const char *hint);
+
+/* What a rank's resident memory grows by beyond its own data in a run of
+ * the lessons' programs on TCP, measured here (make test, 1-4 ranks):
+ * Open MPI's TCP transport and protocol layer (fragments, requests and
+ * per-peer buffers, grown on first use: up to 470 KiB seen on 4 ranks),
+ * the OpenMP runtime's threads (stacks, arenas: some 130 KiB), and page
+ * rounding (4 KiB a block, a few dozen blocks). 1 MiB covers them twice. */
+enum { HARNESS_MEMORY_SLACK = 1 << 20 };
 
 /* ---- Reading a program's report (common/report.h) ------------------------ */
 

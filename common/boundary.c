@@ -1,0 +1,500 @@
+/* The run-time boundary: see boundary.h. */
+#define _GNU_SOURCE
+#include "boundary.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef __linux__
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#endif
+
+/* ---- The marks for the watch ------------------------------------------- */
+
+/* The watch's two pipes, from ZZ_WATCH_FD="EVENTS,ACKS"; false without. */
+static bool watch_pipes(int *events, int *acks)
+{
+    const char *value = getenv("ZZ_WATCH_FD");
+    char *end;
+    if (value == NULL)
+        return false;
+    long e = strtol(value, &end, 10);
+    if (*end != ',')
+        return false;
+    long a = strtol(end + 1, &end, 10);
+    if (*end != '\0' || e < 3 || a < 3 || e > 65535 || a > 65535)
+        return false;
+    *events = (int)e;
+    *acks = (int)a;
+    return true;
+}
+
+void boundary_mark(const char *event)
+{
+    int events, acks;
+    if (!watch_pipes(&events, &acks))
+        return;
+    char line[64];
+    int length = snprintf(line, sizeof line, "%s\n", event);
+    if (length <= 0 || length >= (int)sizeof line)
+        return;
+    /* One write of a short line is atomic on a pipe; the watch answers
+     * with one byte once it has read what it measures. A watch that is
+     * gone leaves the judge without this mark, which it reports. */
+    if (write(events, line, (size_t)length) != length)
+        return;
+    char answer;
+    while (read(acks, &answer, 1) < 0 && errno == EINTR) {
+    }
+}
+
+void boundary_describe(const boundary_status *s, char *line, size_t len)
+{
+    snprintf(line, len, "boundary seccomp %d landlock %d signals %d tcp %d "
+             "capabilities %d unmapped %d", s->seccomp, s->landlock_abi,
+             s->signal_scope, s->tcp_rules, s->capabilities_dropped,
+             s->shared_unmapped);
+}
+
+/* "boundary: WHAT: WHY" into `error`; returns -1. */
+static int fail(char *error, size_t len, const char *what, int number)
+{
+    snprintf(error, len, "boundary: %s: %s", what, strerror(number));
+    return -1;
+}
+
+/* Creates (or empties) each of the files the process may still write. */
+static int make_writable(const char *const *writable, char *error,
+                         size_t len)
+{
+    for (size_t k = 0; writable != NULL && writable[k] != NULL; k++) {
+        int fd = open(writable[k], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+                      O_NOFOLLOW, 0644);
+        if (fd < 0) {
+            char what[300];
+            snprintf(what, sizeof what, "cannot make %s", writable[k]);
+            return fail(error, len, what, errno);
+        }
+        close(fd);
+    }
+    return 0;
+}
+
+#ifndef __linux__
+
+int boundary_enter(const char *const *writable, const char *folder,
+                   boundary_status *status, char *error, size_t error_len)
+{
+    (void)folder;
+    boundary_status s = { .requested = getenv("ZZ_BOUNDARY") != NULL };
+    if (status != NULL)
+        *status = s;
+    if (s.requested && make_writable(writable, error, error_len) != 0)
+        return -1;
+    if (s.requested)
+        boundary_mark("boundary");
+    return 0;
+}
+
+#else
+
+/* ---- Shared memory ----------------------------------------------------- */
+
+/* Unmaps every shared writable mapping: with MPI on TCP these are only
+ * the process manager's locks (PMIx's, which every rank of the host maps),
+ * a place where two ranks could exchange data unseen. Read-only shared
+ * mappings stay (a file opened read-only cannot be made writable).
+ * Returns how many were unmapped, or -1. */
+static int unmap_shared_writable(void)
+{
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (maps == NULL)
+        return -1;
+    enum { MOST = 64 };
+    uintptr_t begin[MOST], end[MOST];
+    int count = 0;
+    /* This rank's own steps page (steps.h) stays: no other rank can open
+     * it once the boundary is in place, and the harness reads it to say
+     * where a rank that hung was. */
+    const char *steps = getenv("ZZ_STEPS_DIR");
+    char line[512];
+    while (fgets(line, sizeof line, maps) != NULL) {
+        unsigned long b, e;
+        char mode[8];
+        int path_at = 0;
+        const char *path = "";
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &b, &e, mode,
+                   &path_at) >= 3 && path_at > 0)
+            path = line + path_at;
+        bool own_steps = steps != NULL && steps[0] != '\0' &&
+                         strncmp(path, steps, strlen(steps)) == 0 &&
+                         path[strlen(steps)] == '/';
+        if (sscanf(line, "%lx-%lx %7s", &b, &e, mode) == 3 &&
+            mode[1] == 'w' && mode[3] == 's' && !own_steps && count < MOST) {
+            begin[count] = b;
+            end[count] = e;
+            count++;
+        }
+        /* A line longer than the buffer: skip the rest of it. */
+        while (strchr(line, '\n') == NULL &&
+               fgets(line, sizeof line, maps) != NULL) {
+        }
+    }
+    fclose(maps);
+    for (int k = 0; k < count; k++)
+        if (munmap((void *)begin[k], end[k] - begin[k]) != 0)
+            return -1;
+    return count;
+}
+
+/* ---- Capabilities ------------------------------------------------------ */
+
+/* Drops every capability: the bounding set (while CAP_SETPCAP is still
+ * held), the ambient set, then the effective, permitted and inheritable
+ * sets. A process that holds none is left as it is. */
+static bool drop_capabilities(void)
+{
+    for (int cap = 0; cap < 64; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL)
+            break;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3,
+                                               0 };
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    return syscall(SYS_capset, &header, data) == 0;
+}
+
+/* ---- Landlock ---------------------------------------------------------- */
+
+/* Landlock's ABI, written out here: Debian 12's headers know only its
+ * first two versions, and the kernel's ABI is stable. */
+struct landlock_ruleset { uint64_t fs, net, scoped; };
+struct landlock_beneath { uint64_t allowed; int32_t parent_fd; }
+    __attribute__((packed));
+enum {
+    LL_EXECUTE = 1 << 0, LL_WRITE_FILE = 1 << 1, LL_READ_FILE = 1 << 2,
+    LL_READ_DIR = 1 << 3, LL_REMOVE_DIR = 1 << 4, LL_REMOVE_FILE = 1 << 5,
+    LL_MAKE_CHAR = 1 << 6, LL_MAKE_DIR = 1 << 7, LL_MAKE_REG = 1 << 8,
+    LL_MAKE_SOCK = 1 << 9, LL_MAKE_FIFO = 1 << 10, LL_MAKE_BLOCK = 1 << 11,
+    LL_MAKE_SYM = 1 << 12, LL_REFER = 1 << 13, LL_TRUNCATE = 1 << 14,
+    LL_IOCTL_DEV = 1 << 15,
+    LL_BIND_TCP = 1 << 0, LL_CONNECT_TCP = 1 << 1,
+    LL_SCOPE_ABSTRACT = 1 << 0, LL_SCOPE_SIGNAL = 1 << 1,
+    LL_RULE_PATH = 1, LL_VERSION = 1,
+};
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+/* Allows `access` beneath `path` (a folder) or on it (a file); a path
+ * that does not exist is left out (a system without /lib64). */
+static int allow_path(int ruleset, const char *path, uint64_t access,
+                      uint64_t handled)
+{
+    struct landlock_beneath rule = { access & handled, -1 };
+    rule.parent_fd = open(path, O_PATH | O_CLOEXEC);
+    if (rule.parent_fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    int result = (int)syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH,
+                              &rule, 0);
+    close(rule.parent_fd);
+    return result;
+}
+
+/* Restricts the process's file system (and, where the kernel can, TCP and
+ * signals) to what boundary.h lists. Returns the ABI used, 0 where the
+ * kernel has no Landlock, -1 on a failure. */
+static int restrict_files(const char *const *writable, const char *folder,
+                          boundary_status *s)
+{
+    int abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LL_VERSION);
+    if (abi < 1)
+        return 0;
+    struct landlock_ruleset attr = { 0 };
+    attr.fs = (LL_MAKE_SYM << 1) - 1;
+    if (abi >= 2)
+        attr.fs |= LL_REFER;
+    if (abi >= 3)
+        attr.fs |= LL_TRUNCATE;
+    if (abi >= 5)
+        attr.fs |= LL_IOCTL_DEV;
+    if (abi >= 4)
+        attr.net = LL_BIND_TCP | LL_CONNECT_TCP;
+    if (abi >= 6)
+        attr.scoped = LL_SCOPE_ABSTRACT | LL_SCOPE_SIGNAL;
+    size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(uint64_t)
+                                                    : sizeof(uint64_t);
+    int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+    if (ruleset < 0)
+        return -1;
+    const uint64_t reading = LL_READ_FILE | LL_READ_DIR | LL_EXECUTE;
+    const uint64_t writing = LL_WRITE_FILE | LL_TRUNCATE;
+    /* The system's files: libraries a library loads late, MPI's help
+     * texts. Nothing there is written, and nothing of the grading lives
+     * there. */
+    static const char *const system_folders[] = {
+        "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+        "/etc", "/opt",
+    };
+    int bad = 0;
+    for (size_t k = 0; k < sizeof system_folders / sizeof *system_folders;
+         k++)
+        bad |= allow_path(ruleset, system_folders[k], reading, attr.fs);
+    bad |= allow_path(ruleset, "/dev/null", LL_READ_FILE | LL_WRITE_FILE,
+                      attr.fs);
+    bad |= allow_path(ruleset, "/dev/zero", LL_READ_FILE, attr.fs);
+    bad |= allow_path(ruleset, "/dev/urandom", LL_READ_FILE, attr.fs);
+    /* The process's own network tables (UCX reads the routes when MPICH
+     * ends): this process's /proc/PID/net, nothing else of /proc. */
+    bad |= allow_path(ruleset, "/proc/self/net", LL_READ_FILE | LL_READ_DIR,
+                      attr.fs);
+    /* A run with a /dev/shm of its own (the harness's keeper mounts one)
+     * may remove its files there: LLVM's OpenMP runtime removes the file
+     * it registered itself in when the process ends. */
+    if (getenv("ZZ_PRIVATE_SHM") != NULL)
+        bad |= allow_path(ruleset, "/dev/shm", LL_REMOVE_FILE, attr.fs);
+    for (size_t k = 0; writable != NULL && writable[k] != NULL; k++)
+        bad |= allow_path(ruleset, writable[k], writing, attr.fs);
+    if (folder != NULL)
+        bad |= allow_path(ruleset, folder,
+                          reading | writing | LL_MAKE_REG | LL_REMOVE_FILE,
+                          attr.fs);
+    if (bad != 0 || syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
+        int saved = errno;
+        close(ruleset);
+        errno = saved;
+        return -1;
+    }
+    close(ruleset);
+    s->signal_scope = abi >= 6;
+    s->tcp_rules = abi >= 4;
+    return abi;
+}
+
+/* ---- The system-call filter --------------------------------------------- */
+
+#if defined(__x86_64__)
+#define BOUNDARY_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define BOUNDARY_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#ifdef BOUNDARY_ARCH
+
+/* A filter being written, instruction by instruction. */
+typedef struct {
+    struct sock_filter code[256];
+    unsigned short length;
+    bool overflow;
+} filter;
+
+static void emit(filter *f, struct sock_filter instruction)
+{
+    if (f->length == sizeof f->code / sizeof f->code[0]) {
+        f->overflow = true;
+        return;
+    }
+    f->code[f->length++] = instruction;
+}
+
+#define ARG_LOW(n) (offsetof(struct seccomp_data, args) + 8 * (n))
+#define ARG_HIGH(n) (ARG_LOW(n) + 4)
+static const uint32_t ALLOW = SECCOMP_RET_ALLOW;
+static uint32_t refuse(int number) { return SECCOMP_RET_ERRNO | number; }
+
+static void load(filter *f, uint32_t offset)
+{
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset));
+}
+
+static void ret(filter *f, uint32_t action)
+{
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, action));
+}
+
+/* With the call's number loaded: `action` for call `nr`. */
+static void answer(filter *f, long nr, uint32_t action)
+{
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                         (uint32_t)nr, 0, 1));
+    ret(f, action);
+}
+
+/* With the call's number loaded: for call `nr`, allowed only when its
+ * argument `arg` is `value` (a non-negative int: its high word 0);
+ * refused otherwise. Leaves the number loaded for the next rule. */
+static void only_with(filter *f, long nr, int arg, uint32_t value)
+{
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                         (uint32_t)nr, 0, 6));
+    load(f, ARG_HIGH(arg));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
+    load(f, ARG_LOW(arg));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, value, 0,
+                                         1));
+    ret(f, ALLOW);
+    ret(f, refuse(EPERM));
+}
+
+/* The calls no code under test needs, each a way past the measurements
+ * or out of the run. */
+static const long refused_calls[] = {
+    SYS_execve, SYS_execveat, SYS_ptrace, SYS_process_vm_readv,
+    SYS_process_vm_writev, SYS_pidfd_open, SYS_pidfd_getfd,
+    SYS_pidfd_send_signal, SYS_kcmp, SYS_tkill, SYS_socketpair,
+    SYS_perf_event_open, SYS_bpf, SYS_userfaultfd, SYS_io_uring_setup,
+    SYS_io_uring_enter, SYS_io_uring_register, SYS_memfd_create,
+    SYS_open_by_handle_at, SYS_name_to_handle_at, SYS_inotify_init1,
+    SYS_fanotify_init, SYS_add_key, SYS_request_key, SYS_keyctl,
+    SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_unshare,
+    SYS_setns, SYS_open_tree, SYS_move_mount, SYS_fsopen, SYS_fsconfig,
+    SYS_fsmount, SYS_fspick, SYS_init_module, SYS_finit_module,
+    SYS_delete_module, SYS_kexec_load, SYS_reboot, SYS_swapon,
+    SYS_swapoff, SYS_acct, SYS_personality, SYS_process_madvise,
+#ifdef SYS_memfd_secret
+    SYS_memfd_secret,
+#endif
+#ifdef SYS_mount_setattr
+    SYS_mount_setattr,
+#endif
+#ifdef SYS_process_mrelease
+    SYS_process_mrelease,
+#endif
+#if defined(__x86_64__)
+    SYS_fork, SYS_vfork, SYS_iopl, SYS_ioperm, SYS_modify_ldt,
+    SYS_inotify_init, SYS_kexec_file_load,
+#endif
+};
+
+/* Writes the filter: see boundary.h for what it refuses and why. */
+static void write_filter(filter *f, bool refuse_connect)
+{
+    const uint32_t self = (uint32_t)getpid();
+    /* Another architecture's calls (x86's int 0x80 from a 64-bit process)
+     * would be numbered differently: such a process is killed. */
+    load(f, offsetof(struct seccomp_data, arch));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                         BOUNDARY_ARCH, 1, 0));
+    ret(f, SECCOMP_RET_KILL_PROCESS);
+    load(f, offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+    /* The x32 numbers reach the same calls under other numbers. */
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K,
+                                         0x40000000, 0, 1));
+    ret(f, refuse(EPERM));
+#endif
+    for (size_t k = 0; k < sizeof refused_calls / sizeof *refused_calls; k++)
+        answer(f, refused_calls[k], refuse(EPERM));
+    /* clone3's flags are in memory the filter cannot read: glibc falls
+     * back to clone, whose flags it can. */
+    answer(f, SYS_clone3, refuse(ENOSYS));
+    if (refuse_connect)
+        answer(f, SYS_connect, refuse(EPERM));
+    /* clone: threads only (CLONE_THREAD), never a new process. */
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                         SYS_clone, 0, 4));
+    load(f, ARG_LOW(0));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
+                                         CLONE_THREAD, 1, 0));
+    ret(f, refuse(EPERM));
+    ret(f, ALLOW);
+    /* socket: TCP (counted by the watch) and netlink queries (UCX asks
+     * for the interfaces); nothing else, no Unix or UDP sockets. */
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                         SYS_socket, 0, 10));
+    load(f, ARG_LOW(0));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                         AF_NETLINK, 7, 0));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET,
+                                         1, 0));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                         AF_INET6, 0, 3));
+    load(f, ARG_LOW(1));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                         SOCK_STREAM, 2, 0));
+    ret(f, refuse(EPERM));
+    ret(f, refuse(EPERM));
+    ret(f, ALLOW);
+    /* Signals: to this process only. */
+    load(f, offsetof(struct seccomp_data, nr));
+    only_with(f, SYS_kill, 0, self);
+    only_with(f, SYS_tgkill, 0, self);
+    only_with(f, SYS_rt_sigqueueinfo, 0, self);
+    only_with(f, SYS_rt_tgsigqueueinfo, 0, self);
+    ret(f, ALLOW);
+}
+
+/* Installs the filter; false where the kernel has no seccomp. */
+static int install_filter(bool refuse_connect)
+{
+    static filter f;
+    f.length = 0;
+    f.overflow = false;
+    write_filter(&f, refuse_connect);
+    if (f.overflow) {
+        errno = E2BIG;
+        return -1;
+    }
+    struct sock_fprog program = { f.length, f.code };
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program);
+}
+
+#else
+
+static int install_filter(bool refuse_connect)
+{
+    (void)refuse_connect;
+    errno = ENOSYS;
+    return -1;
+}
+
+#endif
+
+int boundary_enter(const char *const *writable, const char *folder,
+                   boundary_status *status, char *error, size_t error_len)
+{
+    boundary_status s = { .requested = getenv("ZZ_BOUNDARY") != NULL };
+    if (status != NULL)
+        *status = s;
+    if (!s.requested)
+        return 0;
+    if (make_writable(writable, error, error_len) != 0)
+        return -1;
+    s.shared_unmapped = unmap_shared_writable();
+    if (s.shared_unmapped < 0)
+        return fail(error, error_len, "unmapping shared memory", errno);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return fail(error, error_len, "no_new_privs", errno);
+    s.landlock_abi = restrict_files(writable, folder, &s);
+    if (s.landlock_abi < 0)
+        return fail(error, error_len, "Landlock", errno);
+    s.capabilities_dropped = drop_capabilities();
+    if (install_filter(!s.tcp_rules) == 0)
+        s.seccomp = true;
+    else if (errno != EINVAL && errno != ENOSYS)
+        return fail(error, error_len, "seccomp", errno);
+    if (status != NULL)
+        *status = s;
+    boundary_mark("boundary");
+    return 0;
+}
+
+#endif
