@@ -119,6 +119,100 @@ static void group_of(const check_run *run, int rank, int *first, int *last)
     }
 }
 
+/* What the kernel saw each rank's sockets carry (the watch, outside the
+ * rank's process) against what its calls counted ("comm_total CALLS SENT
+ * RECEIVED"), and for the ring on 3 ranks or more, where: a ring sends
+ * each rank's every byte to one neighbour and receives from the other, all
+ * the ranks of the communicator in one cycle (either way round). An
+ * MPI_Allreduce called past the lesson's rules would send as its algorithm
+ * does (the harness has Open MPI use recursive doubling here: to two
+ * partners and more), and data moved past MPI, not at all. */
+static void expect_outside(const run_result *r, const check_run *run,
+                           const char *out, size_t longest,
+                           const char *what)
+{
+    const char *hint = run->ring ? "TODO 3: the ring moves every byte with "
+                                   "MPI_Sendrecv to its neighbours"
+                                 : "TODO 2: average with MPI_Allreduce";
+    for (int rank = 0; rank < run->ranks; rank++) {
+        char *report = harness_read_report(out, rank);
+        unsigned long long totals[3];
+        ck_assert_msg(harness_report_values(report, "comm_total", totals, 3)
+                      == 3, "rank %d's report has no \"comm_total\" line",
+                      rank);
+        free(report);
+        int first, last;
+        group_of(run, rank, &first, &last);
+        const unsigned long long size = (unsigned long long)(last - first + 1);
+        ledger_traffic counted = { totals[1], totals[2],
+                                   totals[0] * (run->ring ? 2 : 2 * size) };
+        watch_report w = harness_read_watch(r, rank);
+        harness_expect_sent(&w, rank, &counted, what, hint);
+        harness_expect_received(&w, rank, &counted, what, hint);
+#ifndef __SANITIZE_ADDRESS__
+        /* Held at once: the longest length's data and its copy for the
+         * report (ring_check.c), and the ring's own buffers, a chunk each
+         * way; a buffer leaked at every call piles up past that. */
+        const unsigned long long chunk = (longest + size - 1) / size;
+        harness_expect_memory(&w, rank, (longest + 1) * (4 + 8) + 2 * 4 *
+                              chunk, what, run->ring
+                                  ? "TODO 3: free what you allocate before "
+                                    "returning, or keep one buffer for "
+                                    "every call"
+                                  : "TODO 2");
+#endif
+    }
+    if (!run->ring || r->watch_dir == NULL)
+        return;
+    const int P = run->ranks;
+    unsigned long long *bytes = calloc((size_t)P * (size_t)P, sizeof *bytes);
+    ck_assert(bytes != NULL);
+    harness_watch_peer_bytes(r, P, bytes);
+    /* The marks, the wire-up and MPI's own handshakes: under 4 KiB a
+     * pair; a ring's neighbour gets a chunk per step. */
+    const unsigned long long quiet = 4096;
+    for (int rank = 0; rank < P; rank++) {
+        int first, last;
+        group_of(run, rank, &first, &last);
+        int size = last - first + 1, peers = 0, peer = -1;
+        for (int other = 0; other < P; other++)
+            if (bytes[rank * P + other] > quiet) {
+                peers++;
+                peer = other;
+            }
+        if (size < 3)
+            continue;
+        ck_assert_msg(peers == 1, "%s: rank %d's sockets sent to %d other "
+                      "ranks (measured by the kernel, outside its process); "
+                      "a ring sends only to one neighbour. Hint: %s", what,
+                      rank, peers, hint);
+        ck_assert_msg(peer >= first && peer <= last, "%s: rank %d sent to "
+                      "rank %d, which is not in its communicator. Hint: %s",
+                      what, rank, peer, hint);
+    }
+    /* One cycle through the whole communicator: from its first rank,
+     * following each rank's one neighbour, every rank once. */
+    int first, last;
+    group_of(run, P - 1, &first, &last);
+    int size = last - first + 1;
+    if (size >= 3) {
+        int at = first, steps = 0;
+        do {
+            int next = -1;
+            for (int other = 0; other < P; other++)
+                if (bytes[at * P + other] > quiet)
+                    next = other;
+            at = next;
+            steps++;
+        } while (at != first && at >= 0 && steps <= size);
+        ck_assert_msg(at == first && steps == size, "%s: the ranks' sends "
+                      "(measured by the kernel) do not form one ring through "
+                      "all %d ranks of the communicator. Hint: %s", what,
+                      size, hint);
+    }
+    free(bytes);
+}
+
 /* Runs ring_check; returns the run and leaves the reports in `out`. A run
  * that failed fails the test here, with what its output says. */
 static void run_check(const check_run *run, const char *counts, int repeat,
@@ -134,8 +228,15 @@ static void run_check(const check_run *run, const char *counts, int repeat,
              run->split ? " --split" : "", run->ranks,
              run->ranks > 1 ? "s" : "");
     /* A run takes about a second; 6 s is a deadlock. */
+    /* For the ring, MPI's own allreduce by recursive doubling, whose
+     * partners no ring has: so one called behind the lesson's back shows
+     * in who sent to whom. */
+    char *ring_env[] = { "OMPI_MCA_coll_tuned_allreduce_algorithm=3",
+                         "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM="
+                         "recursive_doubling", NULL };
     run_result r = harness_run_mpi("05-data-parallel", "ring_check",
-                                   run->ranks, args, NULL, 6);
+                                   run->ranks, args,
+                                   run->ring ? ring_env : NULL, 6);
     if (run->ring && r.exit_status != 0 &&
         strstr(r.err, "MPI_ERR_TRUNCATE") != NULL)
         ck_abort_msg("%s: an MPI_Sendrecv received a message longer than "
@@ -149,6 +250,15 @@ static void run_check(const check_run *run, const char *counts, int repeat,
                      "from block_range, so that what the previous rank "
                      "sends is exactly what this one expects", what);
     harness_expect_success(&r, what);
+    size_t longest = 0;
+    for (const char *at = counts; *at;) {
+        char *end;
+        size_t count = (size_t)strtoull(at, &end, 10);
+        if (count > longest)
+            longest = count;
+        at = *end == ',' ? end + 1 : end;
+    }
+    expect_outside(&r, run, out, longest, what);
     run_result_free(&r);
 }
 

@@ -46,6 +46,7 @@ typedef struct {
     MPI_Comm comm;      /* what your code is given */
     const char *out;
     FILE *report;
+    comm_counts traffic; /* every call's, added up: the report's last line */
 } check_config;
 
 /* "0,1,3,1003" into counts; the number of them, or -1 if malformed. */
@@ -85,8 +86,11 @@ static float *guarded_data(size_t count, int rank)
     return data;
 }
 
-static void call_student(const check_config *c, float *data, size_t count)
+/* Runs your code once; what its MPI calls counted joins c->traffic
+ * (the ledger is reset before each length's first call). */
+static void call_student(check_config *c, float *data, size_t count)
 {
+    comm_counts before = comm_ledger_total();
     if (c->ring) {
         steps_enter("TODO 3: ring_allreduce");
         ring_allreduce(data, count, c->comm);
@@ -95,12 +99,16 @@ static void call_student(const check_config *c, float *data, size_t count)
         average_gradients(data, count, c->comm);
     }
     steps_enter("report");
+    comm_counts after = comm_ledger_total();
+    c->traffic.calls += after.calls - before.calls;
+    c->traffic.bytes_sent += after.bytes_sent - before.bytes_sent;
+    c->traffic.bytes_received += after.bytes_received - before.bytes_received;
 }
 
 /* One call of the student's code on `count` fresh floats; the report for
  * that length goes to OUT/rank-R.txt as a "count N ..." line and to
  * OUT/result-N-rank-R.bin: the result and then the guard, as doubles. */
-static void run_once(const check_config *c, size_t count)
+static void run_once(check_config *c, size_t count)
 {
     float *data = guarded_data(count, c->rank);
     ring_data_fill(data, count, c->seed, c->rank);
@@ -134,7 +142,7 @@ static void run_once(const check_config *c, size_t count)
  * more memory the process holds after them than before, however your code
  * allocated it (common/memory_ledger.h). Every call after the first needs
  * no new memory: what it allocates it can free, or keep for the next. */
-static void run_repeated(const check_config *c, size_t count, int calls)
+static void run_repeated(check_config *c, size_t count, int calls)
 {
     float *data = guarded_data(count, c->rank);
     size_t before = memory_ledger_heap_in_use();
@@ -214,6 +222,13 @@ int main(int argc, char **argv)
     if (repeat > 0)
         run_repeated(&c, counts[how_many - 1], repeat);
     boundary_mark("done");
+    /* What every call of your code counted, for the tests to compare with
+     * what the kernel saw cross (the watch). */
+    if (c.report != NULL)
+        fprintf(c.report, "comm_total %llu %llu %llu\n",
+                (unsigned long long)c.traffic.calls,
+                (unsigned long long)c.traffic.bytes_sent,
+                (unsigned long long)c.traffic.bytes_received);
     if (c.report != NULL && fclose(c.report) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
     if (c.rank == 0)

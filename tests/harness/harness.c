@@ -1498,3 +1498,25 @@ void harness_expect_memory(const watch_report *w, int rank,
                   "libraries' own buffers to at most %d more. Hint: %s",
                   what, rank, growth, allowed, HARNESS_MEMORY_SLACK, hint);
 }
+
+void harness_watch_peer_bytes(const run_result *result, int ranks,
+                              unsigned long long *bytes)
+{
+    watch_report *all = calloc((size_t)ranks, sizeof *all);
+    ck_assert_msg(all != NULL, "harness: out of memory");
+    memset(bytes, 0, (size_t)ranks * (size_t)ranks * sizeof *bytes);
+    for (int r = 0; r < ranks; r++)
+        all[r] = harness_read_watch(result, r);
+    for (int a = 0; a < ranks; a++)
+        for (int k = 0; k < all[a].socket_count; k++) {
+            const watch_socket *s = &all[a].sockets[k];
+            if (s->launcher)
+                continue;
+            for (int b = 0; b < ranks; b++)
+                for (int m = 0; b != a && m < all[b].socket_count; m++)
+                    if (all[b].sockets[m].local_port == s->remote_port &&
+                        all[b].sockets[m].remote_port == s->local_port)
+                        bytes[a * ranks + b] += s->sent;
+        }
+    free(all);
+}

@@ -229,6 +229,13 @@ void harness_expect_memory(const watch_report *w, int rank,
                            unsigned long long allowed, const char *what,
                            const char *hint);
 
+/* Bytes each rank's sockets sent to each other rank over the whole run,
+ * as the watch read them at the ranks' last marks: bytes[from * ranks +
+ * to] (`bytes` holds ranks * ranks). A rank's socket is matched to the
+ * rank at its other end by their ports (every rank is on this host). */
+void harness_watch_peer_bytes(const run_result *result, int ranks,
+                              unsigned long long *bytes);
+
 /* What a rank's resident memory grows by beyond its own data in a run of
  * the lessons' programs on TCP, measured here (make test, 1-4 ranks):
  * Open MPI's TCP transport and protocol layer (fragments, requests and
