@@ -205,8 +205,8 @@ static void expect_traffic_seen(const run_result *r, const char *report,
                                 const char *hint)
 {
     watch_report w = harness_read_watch(r, rank);
-    ledger_traffic counted = harness_ledger_traffic(report, ranks);
-    harness_expect_received(&w, rank, &counted, what, hint);
+    ledger_traffic by_calls = harness_ledger_traffic(report, ranks);
+    harness_expect_received(&w, rank, &by_calls, what, hint);
 }
 
 /* DIR/NAME-rank-R.bin holds `count` values and then the guard; reads the
