@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "comm_ledger.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,6 +60,19 @@ static int comm_rank(MPI_Comm comm)
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
     return rank;
+}
+
+/* Whether a message to or from `peer` in `comm` crosses to another rank:
+ * not MPI_PROC_NULL, and not the rank itself (a message a rank sends to
+ * itself is a copy in its own memory; counting it as traffic would let a
+ * ring of sends to oneself pass for one between ranks). */
+static bool crosses(int peer, MPI_Comm comm)
+{
+    if (peer == MPI_PROC_NULL)
+        return false;
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    return inter || peer != comm_rank(comm);
 }
 
 static int world_rank(void)
@@ -451,9 +465,10 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 
 /* ---- the byte models of the header, shared by each call's forms ---- */
 
-static void count_send(call_kind kind, MPI_Datatype type, int count, int dest)
+static void count_send(call_kind kind, MPI_Datatype type, int count, int dest,
+                       MPI_Comm comm)
 {
-    enter(kind, dest == MPI_PROC_NULL ? 0 : type_bytes(type, count), 0);
+    enter(kind, crosses(dest, comm) ? type_bytes(type, count) : 0, 0);
 }
 
 static void count_bcast(call_kind kind, MPI_Datatype type, int count,
@@ -522,35 +537,35 @@ static void count_alltoallv(call_kind kind, const int sendcounts[],
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
              MPI_Comm comm)
 {
-    count_send(CALL_Send, type, count, dest);
+    count_send(CALL_Send, type, count, dest, comm);
     return leave(PMPI_Send(buf, count, type, dest, tag, comm));
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm)
 {
-    count_send(CALL_Ssend, type, count, dest);
+    count_send(CALL_Ssend, type, count, dest, comm);
     return leave(PMPI_Ssend(buf, count, type, dest, tag, comm));
 }
 
 int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm)
 {
-    count_send(CALL_Bsend, type, count, dest);
+    count_send(CALL_Bsend, type, count, dest, comm);
     return leave(PMPI_Bsend(buf, count, type, dest, tag, comm));
 }
 
 int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm)
 {
-    count_send(CALL_Rsend, type, count, dest);
+    count_send(CALL_Rsend, type, count, dest, comm);
     return leave(PMPI_Rsend(buf, count, type, dest, tag, comm));
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
-    count_send(CALL_Isend, type, count, dest);
+    count_send(CALL_Isend, type, count, dest, comm);
     return opened(CALL_Isend,
                   PMPI_Isend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -559,7 +574,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
 int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
-    count_send(CALL_Issend, type, count, dest);
+    count_send(CALL_Issend, type, count, dest, comm);
     return opened(CALL_Issend,
                   PMPI_Issend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -568,7 +583,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest,
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
-    count_send(CALL_Ibsend, type, count, dest);
+    count_send(CALL_Ibsend, type, count, dest, comm);
     return opened(CALL_Ibsend,
                   PMPI_Ibsend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -577,7 +592,7 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest,
 int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
-    count_send(CALL_Irsend, type, count, dest);
+    count_send(CALL_Irsend, type, count, dest, comm);
     return opened(CALL_Irsend,
                   PMPI_Irsend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -592,6 +607,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
     int result = PMPI_Recv(buf, count, type, source, tag, comm, used);
     int arrived = 0;
     if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
+        crosses(used->MPI_SOURCE, comm) &&
         PMPI_Get_count(used, type, &arrived) == MPI_SUCCESS)
         ledger[CALL_Recv].counts.bytes_received += type_bytes(type, arrived);
     return leave(result);
@@ -600,8 +616,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
 int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
-    enter(CALL_Irecv, 0,
-          source == MPI_PROC_NULL ? 0 : type_bytes(type, count));
+    enter(CALL_Irecv, 0, crosses(source, comm) ? type_bytes(type, count) : 0);
     return opened(CALL_Irecv,
                   PMPI_Irecv(buf, count, type, source, tag, comm, request),
                   request);
@@ -615,12 +630,13 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     MPI_Status local;
     MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
     enter(CALL_Sendrecv,
-          dest == MPI_PROC_NULL ? 0 : type_bytes(sendtype, sendcount), 0);
+          crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0, 0);
     int result = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
                                recvbuf, recvcount, recvtype, source, recvtag,
                                comm, used);
     int arrived = 0;
     if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
+        crosses(used->MPI_SOURCE, comm) &&
         PMPI_Get_count(used, recvtype, &arrived) == MPI_SUCCESS)
         ledger[CALL_Sendrecv].counts.bytes_received +=
             type_bytes(recvtype, arrived);
@@ -632,8 +648,8 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
                          MPI_Status *status)
 {
     enter(CALL_Sendrecv_replace,
-          dest == MPI_PROC_NULL ? 0 : type_bytes(type, count),
-          source == MPI_PROC_NULL ? 0 : type_bytes(type, count));
+          crosses(dest, comm) ? type_bytes(type, count) : 0,
+          crosses(source, comm) ? type_bytes(type, count) : 0);
     return leave(PMPI_Sendrecv_replace(buf, count, type, dest, sendtag,
                                        source, recvtag, comm, status));
 }
@@ -645,8 +661,8 @@ int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   MPI_Comm comm, MPI_Request *request)
 {
     enter(CALL_Isendrecv,
-          dest == MPI_PROC_NULL ? 0 : type_bytes(sendtype, sendcount),
-          source == MPI_PROC_NULL ? 0 : type_bytes(recvtype, recvcount));
+          crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0,
+          crosses(source, comm) ? type_bytes(recvtype, recvcount) : 0);
     return opened(CALL_Isendrecv,
                   PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
                                  recvbuf, recvcount, recvtype, source,
@@ -659,8 +675,8 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
                           MPI_Request *request)
 {
     enter(CALL_Isendrecv_replace,
-          dest == MPI_PROC_NULL ? 0 : type_bytes(type, count),
-          source == MPI_PROC_NULL ? 0 : type_bytes(type, count));
+          crosses(dest, comm) ? type_bytes(type, count) : 0,
+          crosses(source, comm) ? type_bytes(type, count) : 0);
     return opened(CALL_Isendrecv_replace,
                   PMPI_Isendrecv_replace(buf, count, type, dest, sendtag,
                                          source, recvtag, comm, request),

@@ -12,9 +12,13 @@
  * of P ranks and a rank `me`, with every count in bytes:
  *
  *   Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend, Irsend
- *                             sent += count        (MPI_PROC_NULL: nothing)
- *   Recv                      received += the count that arrived
- *   Irecv                     received += the count posted (an upper bound)
+ *                             sent += count        (MPI_PROC_NULL, or the
+ *                             rank itself: nothing; a message to itself
+ *                             crosses to no other rank)
+ *   Recv                      received += the count that arrived (from
+ *                             another rank)
+ *   Irecv                     received += the count posted (an upper bound;
+ *                             nothing from MPI_PROC_NULL or itself)
  *   Sendrecv(_replace)        both of the above
  *   Isendrecv(_replace)       (MPI 4) sent += count; received += the count
  *                             posted

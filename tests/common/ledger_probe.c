@@ -221,6 +221,10 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Sendrecv(a, N, MPI_DOUBLE, (rank + 1) % 3, 1, b, N,
                            MPI_DOUBLE, (rank + 2) % 3, 1, MPI_COMM_WORLD,
                            MPI_STATUS_IGNORE));
+    /* And one to itself, which crosses to no other rank: a call, no
+     * bytes. */
+    MPI_CHECK(MPI_Sendrecv(a, N, MPI_DOUBLE, rank, 2, b, N, MPI_DOUBLE, rank,
+                           2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     MPI_CHECK(MPI_Bcast(a, N, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Allgatherv(a, counts[rank], MPI_DOUBLE, b, counts, displs,
                              MPI_DOUBLE, MPI_COMM_WORLD));
