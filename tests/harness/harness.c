@@ -873,10 +873,21 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
      * with UCX: TCP, and no shared memory between ranks of one host. */
     /* Allreduce by the ring (Open MPI's algorithm 4, MPICH's "ring"),
      * whose bytes each rank receives are the ledger's count, 2(P-1)/P of
-     * the data: a recursive doubling receives log2(P) times the data. */
+     * the data: a recursive doubling receives log2(P) times the data.
+     * The memory a rank holds is measured too, so MPI's own must stay
+     * small: Open MPI's TCP transport in fragments of 32 KiB (its 128 KiB
+     * ones, a few dozen in flight, held 7-22 MiB more than the ledgers on
+     * 4 ranks moving 3.5 million parameters; 32 KiB ones, under 0.3 MiB),
+     * and glibc's allocator returning every block of 64 KiB or more when
+     * it is freed (its default threshold rises with the blocks freed, and
+     * then keeps them). */
     static char *const measured_env[] = {
         "ZZ_BOUNDARY=1", "OMPI_MCA_btl=tcp,self",
         "OMPI_MCA_btl_tcp_if_include=lo", "OMPI_MCA_pml=ob1",
+        "OMPI_MCA_btl_tcp_max_send_size=32768",
+        "OMPI_MCA_btl_tcp_eager_limit=16384",
+        "OMPI_MCA_btl_tcp_rndv_eager_limit=16384",
+        "MALLOC_MMAP_THRESHOLD_=65536",
         "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
         "OMPI_MCA_coll_tuned_allreduce_algorithm=4",
         "UCX_TLS=tcp,self", "UCX_NET_DEVICES=lo", "MPIR_CVAR_NOLOCAL=1",
