@@ -265,6 +265,10 @@ static int restrict_files(const char *const *writable, const char *folder,
      * ends): this process's /proc/PID/net, nothing else of /proc. */
     bad |= allow_path(ruleset, "/proc/self/net", LL_READ_FILE | LL_READ_DIR,
                       attr.fs);
+    /* And its own threads (lesson 03's producer counts the threads that
+     * ran from their /proc/PID/task entries). */
+    bad |= allow_path(ruleset, "/proc/self/task", LL_READ_FILE | LL_READ_DIR,
+                      attr.fs);
     /* A run with a /dev/shm of its own (the harness's keeper mounts one)
      * may remove its files there: LLVM's OpenMP runtime removes the file
      * it registered itself in when the process ends. */

@@ -21,9 +21,11 @@
  *     queries, none of them able to connect or bind (Landlock ABI 4, else
  *     the filter refuses connect); no socket pairs, no abstract sockets;
  *   - no file opened, created, renamed or removed but `writable` (each
- *     made empty here, then only written), and reading only beneath the
- *     system's folders (/usr, /etc, ...: libraries, MPI's help texts);
- *     nothing under /proc, /sys, /tmp or the grading's folders;
+ *     made empty here, then only written) and `folder`, and reading only
+ *     beneath the system's folders (/usr, /etc, ...: libraries, MPI's
+ *     help texts) and the process's own /proc/PID/net and /proc/PID/task;
+ *     nothing else of /proc, nothing of /sys, /tmp or the grading's
+ *     folders;
  *   - the shared writable mappings it holds (MPI's shared-memory locks,
  *     which every rank of the host maps) unmapped, so that no two ranks
  *     share memory: with MPI on TCP (the grader's setting), ranks exchange
