@@ -119,57 +119,26 @@ static void group_of(const check_run *run, int rank, int *first, int *last)
     }
 }
 
-/* What the kernel saw each rank's sockets carry (the watch, outside the
- * rank's process) against what its calls counted ("comm_total CALLS SENT
- * RECEIVED"), and for the ring on 3 ranks or more, where: a ring sends
- * each rank's every byte to one neighbour and receives from the other, all
- * the ranks of the communicator in one cycle (either way round). An
- * MPI_Allreduce called past the lesson's rules would send as its algorithm
- * does (the harness has Open MPI use recursive doubling here: to two
- * partners and more), and data moved past MPI, not at all. */
-static void expect_outside(const run_result *r, const check_run *run,
-                           const char *out, size_t longest,
-                           const char *what)
+/* Who sent to whom, by the kernel's count of each rank's sockets (the
+ * watch): a ring sends every byte to one neighbour and receives from the
+ * other, all the ranks of the communicator in one cycle (either way
+ * round). An MPI_Allreduce called past the lesson's rules sends as its
+ * algorithm does (the ring's runs have Open MPI and MPICH use recursive
+ * doubling: to two partners and more). Said for communicators of 3 ranks
+ * or more: on 2, a ring and any allreduce move the same bytes between the
+ * same two ranks. */
+static void expect_ring_neighbours(const run_result *r, const check_run *run,
+                                   const char *what, const char *hint)
 {
-    const char *hint = run->ring ? "TODO 3: the ring moves every byte with "
-                                   "MPI_Sendrecv to its neighbours"
-                                 : "TODO 2: average with MPI_Allreduce";
-    for (int rank = 0; rank < run->ranks; rank++) {
-        char *report = harness_read_report(out, rank);
-        unsigned long long totals[3];
-        ck_assert_msg(harness_report_values(report, "comm_total", totals, 3)
-                      == 3, "rank %d's report has no \"comm_total\" line",
-                      rank);
-        free(report);
-        int first, last;
-        group_of(run, rank, &first, &last);
-        const unsigned long long size = (unsigned long long)(last - first + 1);
-        ledger_traffic counted = { totals[1], totals[2],
-                                   totals[0] * (run->ring ? 2 : 2 * size) };
-        watch_report w = harness_read_watch(r, rank);
-        harness_expect_sent(&w, rank, &counted, what, hint);
-        harness_expect_received(&w, rank, &counted, what, hint);
-#ifndef __SANITIZE_ADDRESS__
-        /* Held at once: the longest length's data and its copy for the
-         * report (ring_check.c), and the ring's own buffers, a chunk each
-         * way; a buffer leaked at every call piles up past that. */
-        const unsigned long long chunk = (longest + size - 1) / size;
-        harness_expect_memory(&w, rank, (longest + 1) * (4 + 8) + 2 * 4 *
-                              chunk, what, run->ring
-                                  ? "TODO 3: free what you allocate before "
-                                    "returning, or keep one buffer for "
-                                    "every call"
-                                  : "TODO 2");
-#endif
-    }
-    if (!run->ring || r->watch_dir == NULL)
+    if (r->watch_dir == NULL)
         return;
     const int P = run->ranks;
     unsigned long long *bytes = calloc((size_t)P * (size_t)P, sizeof *bytes);
     ck_assert(bytes != NULL);
     harness_watch_peer_bytes(r, P, bytes);
-    /* The marks, the wire-up and MPI's own handshakes: under 4 KiB a
-     * pair; a ring's neighbour gets a chunk per step. */
+    /* The marks, the wire-up, MPI's own handshakes and the driver's
+     * reduction of the loss: under 4 KiB a pair; a ring's neighbour gets
+     * a chunk every step. */
     const unsigned long long quiet = 4096;
     for (int rank = 0; rank < P; rank++) {
         int first, last;
@@ -213,10 +182,64 @@ static void expect_outside(const run_result *r, const check_run *run,
     free(bytes);
 }
 
+/* For the ring, MPI's own allreduce by recursive doubling, whose partners
+ * no ring has: so one called behind the lesson's back shows in who sent to
+ * whom (expect_ring_neighbours). */
+static char *ring_env[] = { "OMPI_MCA_coll_tuned_allreduce_algorithm=3",
+                            "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM="
+                            "recursive_doubling", NULL };
+
+/* What the kernel saw each rank's sockets carry (the watch, outside the
+ * rank's process) against what its calls counted ("comm_total CALLS SENT
+ * RECEIVED"), and for the ring on 3 ranks or more, where: a ring sends
+ * each rank's every byte to one neighbour and receives from the other, all
+ * the ranks of the communicator in one cycle (either way round). An
+ * MPI_Allreduce called past the lesson's rules would send as its algorithm
+ * does (the harness has Open MPI use recursive doubling here: to two
+ * partners and more), and data moved past MPI, not at all. */
+static void expect_outside(const run_result *r, const check_run *run,
+                           const char *out, size_t longest,
+                           const char *what)
+{
+    const char *hint = run->ring ? "TODO 3: the ring moves every byte with "
+                                   "MPI_Sendrecv to its neighbours"
+                                 : "TODO 2: average with MPI_Allreduce";
+    for (int rank = 0; rank < run->ranks; rank++) {
+        char *report = harness_read_report(out, rank);
+        unsigned long long totals[3];
+        ck_assert_msg(harness_report_values(report, "comm_total", totals, 3)
+                      == 3, "rank %d's report has no \"comm_total\" line",
+                      rank);
+        free(report);
+        int first, last;
+        group_of(run, rank, &first, &last);
+        const unsigned long long size = (unsigned long long)(last - first + 1);
+        ledger_traffic counted = { totals[1], totals[2],
+                                   totals[0] * (run->ring ? 2 : 2 * size) };
+        watch_report w = harness_read_watch(r, rank);
+        harness_expect_sent(&w, rank, &counted, what, hint);
+        harness_expect_received(&w, rank, &counted, what, hint);
+#ifndef __SANITIZE_ADDRESS__
+        /* Held at once: the longest length's data and its copy for the
+         * report (ring_check.c), and the ring's own buffers, a chunk each
+         * way; a buffer leaked at every call piles up past that. */
+        const unsigned long long chunk = (longest + size - 1) / size;
+        harness_expect_memory(&w, rank, (longest + 1) * (4 + 8) + 2 * 4 *
+                              chunk, what, run->ring
+                                  ? "TODO 3: free what you allocate before "
+                                    "returning, or keep one buffer for "
+                                    "every call"
+                                  : "TODO 2");
+#endif
+    }
+    if (run->ring)
+        expect_ring_neighbours(r, run, what, hint);
+}
+
 /* Runs ring_check; returns the run and leaves the reports in `out`. A run
  * that failed fails the test here, with what its output says. */
-static void run_check(const check_run *run, const char *counts, int repeat,
-                      const char *out)
+static run_result run_check(const check_run *run, const char *counts,
+                            int repeat, const char *out)
 {
     char repeat_text[16], what[96];
     snprintf(repeat_text, sizeof repeat_text, "%d", repeat);
@@ -228,12 +251,6 @@ static void run_check(const check_run *run, const char *counts, int repeat,
              run->split ? " --split" : "", run->ranks,
              run->ranks > 1 ? "s" : "");
     /* A run takes about a second; 6 s is a deadlock. */
-    /* For the ring, MPI's own allreduce by recursive doubling, whose
-     * partners no ring has: so one called behind the lesson's back shows
-     * in who sent to whom. */
-    char *ring_env[] = { "OMPI_MCA_coll_tuned_allreduce_algorithm=3",
-                         "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM="
-                         "recursive_doubling", NULL };
     run_result r = harness_run_mpi("05-data-parallel", "ring_check",
                                    run->ranks, args,
                                    run->ring ? ring_env : NULL, 6);
@@ -250,6 +267,19 @@ static void run_check(const check_run *run, const char *counts, int repeat,
                      "from block_range, so that what the previous rank "
                      "sends is exactly what this one expects", what);
     harness_expect_success(&r, what);
+    return r;
+}
+
+/* After a run's results were checked: what the kernel saw (expect_outside),
+ * then the run is done with. */
+static void finish_check(run_result *r, const check_run *run,
+                         const char *counts, const char *out)
+{
+    char what[96];
+    snprintf(what, sizeof what, "ring_check%s%s on %d rank%s",
+             run->ring ? "" : " --mode average",
+             run->split ? " --split" : "", run->ranks,
+             run->ranks > 1 ? "s" : "");
     size_t longest = 0;
     for (const char *at = counts; *at;) {
         char *end;
@@ -258,8 +288,8 @@ static void run_check(const check_run *run, const char *counts, int repeat,
             longest = count;
         at = *end == ',' ? end + 1 : end;
     }
-    expect_outside(&r, run, out, longest, what);
-    run_result_free(&r);
+    expect_outside(r, run, out, longest, what);
+    run_result_free(r);
 }
 
 /* The numbers of one "count N ..." line of a report. */
@@ -462,7 +492,7 @@ static void check_run_of(const check_run *run, const char *counts)
 {
     char out[HARNESS_PATH];
     harness_out_dir(out);
-    run_check(run, counts, 0, out);
+    run_result r = run_check(run, counts, 0, out);
     size_t list[RING_CHECK_MAX_COUNTS];
     int n = 0;
     for (const char *at = counts; n < RING_CHECK_MAX_COUNTS && *at;) {
@@ -478,6 +508,7 @@ static void check_run_of(const check_run *run, const char *counts)
             check_calls(report, rank, run, list[k]);
         free(report);
     }
+    finish_check(&r, run, counts, out);
     harness_remove_out_dir(out);
 }
 
@@ -534,7 +565,7 @@ START_TEST(ring_memory_bounded)
     char out[HARNESS_PATH], counts[32], key[64];
     harness_out_dir(out);
     snprintf(counts, sizeof counts, "%zu", count);
-    run_check(&run, counts, REPEATS, out);
+    run_result r = run_check(&run, counts, REPEATS, out);
     check_length(out, &run, count);
     snprintf(key, sizeof key, "repeat %d count %zu heap_growth", REPEATS,
              count);
@@ -552,6 +583,7 @@ START_TEST(ring_memory_bounded)
                       block_size(count, 3, 0) * sizeof(float));
         free(report);
     }
+    finish_check(&r, &run, counts, out);
     harness_remove_out_dir(out);
 }
 END_TEST
@@ -599,9 +631,26 @@ static trained train_on_ranks(int ranks, int local_batch,
                      "--out", (char *)out, NULL };
     snprintf(what, sizeof what, "train on %d rank%s, batch %d each, %s",
              ranks, ranks > 1 ? "s" : "", local_batch, allreduce);
+    const bool ring = strcmp(allreduce, "ring") == 0;
     run_result r = harness_run_mpi("05-data-parallel", "train", ranks, args,
-                                   NULL, 12);
+                                   ring ? ring_env : NULL, 12);
     harness_expect_success(&r, what);
+    /* What the kernel saw cross, against what the ranks' calls counted;
+     * and for the ring, who sent to whom. */
+    for (int rank = 0; rank < ranks; rank++) {
+        char *counted_report = harness_read_report(out, rank);
+        ledger_traffic counted = harness_ledger_traffic(counted_report,
+                                                        ranks);
+        free(counted_report);
+        watch_report w = harness_read_watch(&r, rank);
+        harness_expect_sent(&w, rank, &counted, what, method_hint(allreduce));
+        harness_expect_received(&w, rank, &counted, what,
+                                method_hint(allreduce));
+    }
+    if (ring) {
+        const check_run run = { ranks, false, true };
+        expect_ring_neighbours(&r, &run, what, method_hint(allreduce));
+    }
     run_result_free(&r);
 
     trained t = { 0 };
