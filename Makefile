@@ -172,7 +172,8 @@ LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
 #   VARIANT_WARNINGS  warning flags
 #   VARIANT_LIBRARY   the build whose shared library and compiled tests it links
 #   VARIANT_CHECKED   set: scripts/check-submission.sh checks its edited files
-#                     before anything links them
+#                     before anything links them, and scripts/check-program.sh
+#                     each program that runs them once it is linked
 # A student release has the student build alone.
 OWN_VARIANTS := student $(if $(HAVE_SOLUTIONS),solution sanitize)
 

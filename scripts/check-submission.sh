@@ -266,6 +266,7 @@ claimed=$work/claimed
 # ("def<TAB>SYMBOL<TAB>COMDAT", COMDAT 1 for one in a section group, the
 # copies of C++'s inline functions and templates), and a refusal line for
 # each section, symbol or size the rules above refuse.
+# shellcheck disable=SC2016  # an awk program
 inspect='
 function hex(text,    i, n) {
     n = 0; text = tolower(text); sub(/^0x/, "", text)
@@ -283,8 +284,18 @@ part == "sections" && /^  \[ *[0-9]+\]/ {
 }
 part == "sections" && step == 1 { type[current] = $1; size[current] = hex($4); step = 2; next }
 part == "sections" && step == 2 { flags_text = $1; gsub(/[\[\]:]/, "", flags_text); flags[current] = hex(flags_text); step = 0; next }
-part == "relocations" && target ~ /^\.rela?\.init_array/ && NF >= 5 && $1 ~ /^[0-9a-f]+$/ {
-    entries++; entry_symbol[entries] = $5; entry_addend[entries] = ($6 == "-" ? -hex($7) : ($6 == "+" ? hex($7) : 0))
+part == "relocations" && NF >= 5 && $1 ~ /^[0-9a-f]+$/ {
+    relocated = target; sub(/^\.rela?/, "", relocated)
+    called = $5; sub(/@.*/, "", called)
+    # A reference to a function that registers code to run at exit, from
+    # code or from data (a pointer to it called later).
+    if (index(" " registrations " ", " " called " ") > 0) {
+        exits++; exit_symbol[exits] = called; exit_section[exits] = relocated; exit_offset[exits] = hex($1)
+    }
+    if (relocated ~ /^\.(init_array|preinit_array|ctors|fini_array|dtors)/) {
+        entries++; entry_symbol[entries] = $5; entry_addend[entries] = ($6 == "-" ? -hex($7) : ($6 == "+" ? hex($7) : 0))
+        entry_section[entries] = relocated; listed[relocated] = 1
+    }
     next
 }
 part == "symbols" && $1 ~ /^[0-9]+:$/ {
@@ -311,17 +322,31 @@ END {
                         called = s_name[j]
                 break
             }
-        if (cuda && called ~ /__sti____cudaRegisterAll/)
-            registration++
-        else
-            print "refused: " shown " has code that runs before main: " (called == "" ? "an entry of its .init_array" : called) " (a constructor or a static initialiser); " runs_outside
+        if (cuda && entry_section[e] == ".init_array" && called ~ /__sti____cudaRegisterAll/)
+            continue
+        when = entry_section[e] ~ /^\.(fini_array|dtors)/ ? "after main" : "before main"
+        kind = when == "after main" ? "a destructor" : "a constructor or a static initialiser"
+        print "refused: " shown " has code that runs " when ": " (called == "" ? "an entry of its " entry_section[e] : called) " (" kind ", from section " entry_section[e] "); " runs_outside
+    }
+    # Each call or pointer that registers code to run at exit, by the
+    # function it is in; nvcc'\''s registration of the kernels may call atexit.
+    for (e = 1; e <= exits; e++) {
+        where = ""
+        for (s in name)
+            if (name[s] == exit_section[e])
+                for (k = 1; k <= symbols; k++)
+                    if (s_index[k] == s "" && s_type[k] == "FUNC" && s_value[k] <= exit_offset[e] && exit_offset[e] < s_value[k] + s_size[k])
+                        where = s_name[k]
+        if (cuda && where ~ /__sti____cudaRegisterAll/ || reported[exit_symbol[e], where]++)
+            continue
+        print "refused: " shown " calls " exit_symbol[e] " (" (where == "" ? "from its data, in section " exit_section[e] : "in " where) "), which registers code to run at exit, outside the lesson'\''s calls: do that work in the lesson'\''s functions"
     }
     for (s in name) {
         n = name[s]
         if (n ~ /^\.(init_array|fini_array|preinit_array|ctors|dtors)(\..*)?$/ || n ~ /^\.(init|fini|jcr)$/ ||
             type[s] ~ /^(INIT_ARRAY|FINI_ARRAY|PREINIT_ARRAY)$/) {
             # Its entries were judged one by one above.
-            if (n ~ /^\.init_array/ && entries > 0)
+            if (n in listed)
                 continue
             print "refused: " shown " has code that runs before main or after it (section " n ": a constructor, a destructor or a static initialiser); " runs_outside
         }
@@ -350,22 +375,12 @@ END {
         print "refused: " shown " has " kilobytes(code) " of code, more than the " code_limit " a file may have (data among instructions counts too): " storage
 }'
 
-# Reads `objdump -dr` of one object: a raw system call instruction, and a
-# call that registers code to run at exit, with the function it is in
-# (nvcc's registration of a .cu file's kernels may call atexit).
-instructions='
-/^[0-9a-f]+ <.*>:$/ { function_name = $2; gsub(/^<|>:$/, "", function_name); next }
-/\t(syscall|sysenter|svc|int +\$0x80)( |$)/ { if (!system_call++) print "refused: " shown " holds a raw system call instruction: code in a lesson reaches the system only through the calls its lesson allows" }
-/R_[A-Z0-9_]+/ {
-    called = $NF; sub(/[-+]0x[0-9a-f]+$/, "", called)
-    if (index(" " registrations " ", " " called " ") == 0 || (cuda && function_name ~ /__sti____cudaRegisterAll/) || seen[called]++)
-        next
-    print "refused: " shown " calls " called " (in " function_name "), which registers code to run at exit, outside the lesson'\''s calls: do that work in the lesson'\''s functions"
-}'
+
 
 # Reads a .su file (-fstack-usage): "FILE:LINE:COLUMN:FUNCTION<TAB>BYTES<TAB>
 # static|dynamic|dynamic,bounded" (clang leaves the column out); BYTES is
 # the fixed part, or the bound.
+# shellcheck disable=SC2016  # an awk program
 frames='
 BEGIN { FS = "\t" }
 $2 + 0 > limit {
@@ -382,15 +397,16 @@ for object in "${checked[@]}"; do
     cuda=0
     [[ $shown == *.cu ]] && cuda=1
     readelf -W -t -s -r "$object" 2>/dev/null |
-        awk -v shown="$shown" -v cuda="$cuda" -v variable_limit="$VARIABLE_LIMIT" \
-            -v data_limit="$DATA_LIMIT" -v code_limit="$CODE_LIMIT" "$inspect" > "$work/inspected"
+        awk -v shown="$shown" -v cuda="$cuda" -v registrations="$exit_registrations" \
+            -v variable_limit="$VARIABLE_LIMIT" -v data_limit="$DATA_LIMIT" \
+            -v code_limit="$CODE_LIMIT" "$inspect" > "$work/inspected"
     grep '^refused: ' "$work/inspected" >&2 && status=1
     awk -F '\t' -v object="$object" -v shown="$shown" -v cuda="$cuda" \
         '$1 == "def" { print $2 "\t" object "\t" shown "\t" (cuda && $3 == 1 && $2 ~ /^_Z/) }' \
         "$work/inspected" >> "$definitions"
-    objdump -dr --no-show-raw-insn "$object" 2>/dev/null |
-        awk -v shown="$shown" -v cuda="$cuda" -v registrations="$exit_registrations" "$instructions" |
-        grep '^refused: ' >&2 && status=1
+    if objdump -d --no-show-raw-insn "$object" 2>/dev/null | grep -qE $'\t(syscall|sysenter|svc|int +\\$0x80)( |$)'; then
+        refuse "$shown holds a raw system call instruction: code in a lesson reaches the system only through the calls its lesson allows"
+    fi
     if [ -f "${object%.o}.su" ]; then
         awk -v shown="$shown" -v limit="$FRAME_LIMIT" "$frames" "${object%.o}.su" | grep '^refused: ' >&2 && status=1
     else

@@ -12,11 +12,20 @@
 # turn too) is read: "SYMBOL<TAB>LIBRARY" for each symbol it defines, one
 # a line, sorted by symbol, in OUTPUT. Derived from the libraries
 # themselves, so that a new library version's new symbols are covered.
-# Exits 2, saying why, when a command does not link or ldd is missing.
+# (macOS has no ldd: otool -L names the libraries there, and nm -gU reads
+# them.) Exits 2, saying why, when a command does not link or neither ldd
+# nor otool is found.
 set -uo pipefail
 output=${1:?usage: library-symbols.sh OUTPUT LINK-COMMAND... [-- LINK-COMMAND...]...}
 shift
-command -v ldd > /dev/null || { echo "library-symbols.sh: needs ldd, to find the libraries a program loads" >&2; exit 2; }
+if command -v ldd > /dev/null; then
+    loader=ldd
+elif command -v otool > /dev/null; then
+    loader=otool
+else
+    echo "library-symbols.sh: needs ldd (or otool), to find the libraries a program loads" >&2
+    exit 2
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/zz-library-symbols-XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 printf 'int main(void)\n{\n    return 0;\n}\n' > "$work/empty.c"
@@ -32,7 +41,11 @@ libraries_of() {   # libraries_of LINKER [FLAGS...]
         echo "library-symbols.sh: '$linker $*' does not link an empty program: $(head -1 "$work/link.log")" >&2
         exit 2
     fi
-    ldd "$work/empty" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
+    if [ "$loader" = ldd ]; then
+        ldd "$work/empty" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
+    else
+        otool -L "$work/empty" | awk 'NR > 1 && $1 ~ /^\// { print $1 }'
+    fi
 }
 
 commands=() libraries=()
@@ -47,7 +60,7 @@ done
 # A library named by several commands is read once; its symbols are
 # "SYMBOL LIBRARY" after the version (memcpy@@GLIBC_2.14) is cut off.
 printf '%s\n' "${libraries[@]}" | awk '!seen[$0]++' | while read -r library; do
-    nm -D --defined-only "$library" 2>/dev/null |
+    { if [ "$loader" = ldd ]; then nm -D --defined-only "$library"; else nm -gU "$library"; fi; } 2>/dev/null |
         awk -v name="${library##*/}" 'NF >= 3 { sub(/@.*/, "", $3); print $3 "\t" name }'
 done | sort -t "$(printf '\t')" -k1,1 -u > "$work/symbols" || exit 2
 mv "$work/symbols" "$output"
