@@ -375,8 +375,6 @@ END {
         print "refused: " shown " has " kilobytes(code) " of code, more than the " code_limit " a file may have (data among instructions counts too): " storage
 }'
 
-
-
 # Reads a .su file (-fstack-usage): "FILE:LINE:COLUMN:FUNCTION<TAB>BYTES<TAB>
 # static|dynamic|dynamic,bounded" (clang leaves the column out); BYTES is
 # the fixed part, or the bound.
