@@ -29,6 +29,23 @@ CLANG      ?= clang
 # multiply-add behind the code's back (clang fuses by default, gcc in C11
 # mode does not), so that results that must be bitwise equal stay so.
 LANG_FLAGS := -std=c11 -ffp-contract=off
+# Each function and variable in a section of its own, and every section that
+# nothing a program runs refers to dropped when it is linked: an object
+# linked for one of its functions brings none of its others, so a program
+# that runs a student's code holds only the code it can run (no reference
+# that shares an object with an allowed function, no code of an earlier
+# lesson's file that this lesson never calls: scripts/check-program.sh
+# checks what is left).
+SECTION_FLAGS := -ffunction-sections -fdata-sections
+ifeq ($(shell uname -s),Darwin)
+GC_LDFLAGS ?= -Wl,-dead_strip
+else
+GC_LDFLAGS ?= -Wl,--gc-sections
+endif
+# The lessons' files are compiled with the size of each function's stack
+# frame written beside the object (X.su), which the checks on a student's
+# files read (scripts/check-submission.sh).
+STACK_USAGE_FLAGS := -fstack-usage
 # -march=native: the kernels are meant to use this machine's vector unit.
 MACHINE    := $(shell uname -m)
 ARCH_FLAGS ?= $(if $(filter arm64 aarch64,$(MACHINE)),-mcpu=native,-march=native)
@@ -77,6 +94,10 @@ endif
 export OMPI_CC = $(CC)
 export MPICH_CC = $(CC)
 MPI_COMPILER = $(MPICC) $(MPI_WARNINGS)
+# The other MPI's wrapper, where Debian's names find one: a student's file
+# may define no symbol that either MPI's library defines, whichever of the
+# two builds it (scripts/library-symbols.sh).
+OTHER_MPICC := $(shell command -v $(if $(filter mpich,$(MPI)),mpicc.openmpi,mpicc.mpich) 2>/dev/null)
 export ZZ_MPIRUN := $(MPIRUN)
 export ZZ_MPIRUN_TIMEOUT_FLAG := $(MPIRUN_TIMEOUT_FLAG)
 
@@ -151,7 +172,8 @@ LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
 #   VARIANT_WARNINGS  warning flags
 #   VARIANT_LIBRARY   the build whose shared library and compiled tests it links
 #   VARIANT_CHECKED   set: scripts/check-submission.sh checks its edited files
-#                     before anything links them
+#                     before anything links them, and scripts/check-program.sh
+#                     each program that runs them once it is linked
 # A student release has the student build alone.
 OWN_VARIANTS := student $(if $(HAVE_SOLUTIONS),solution sanitize)
 
@@ -202,8 +224,9 @@ VARIANTS := $(OWN_VARIANTS) $(if $(GRADE_SRC),$(GRADE_VARIANT))
 #               CFLAGS, such as -fno-math-errno)
 #   INCLUDES    the folders besides common/ that its #includes need
 COMPILER = $(CC)
-COMPILE_C  = $(COMPILER) $(CFLAGS) $(LANG_FLAGS) $($(VARIANT)_FLAGS) $($(VARIANT)_WARNINGS) $(FILE_FLAGS) $(LESSON_FLAGS) -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
-COMPILE_CU = $(NVCC) $(NVCC_FLAGS) -Xcompiler -ffp-contract=off -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
+#   STACK_USAGE  $(STACK_USAGE_FLAGS) for a lesson's files
+COMPILE_C  = $(COMPILER) $(CFLAGS) $(LANG_FLAGS) $(SECTION_FLAGS) $($(VARIANT)_FLAGS) $($(VARIANT)_WARNINGS) $(FILE_FLAGS) $(LESSON_FLAGS) $(STACK_USAGE) -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
+COMPILE_CU = $(NVCC) $(NVCC_FLAGS) -Xcompiler -ffp-contract=off $(if $(STACK_USAGE),-Xcompiler $(STACK_USAGE)) -Icommon $(INCLUDES) -MMD -MP -c $< -o $@
 $(foreach variant,$(VARIANTS),$(eval build/$(variant)/%: VARIANT := $(variant)))
 
 # $(call compile_rules,OBJECT_FOLDER,SOURCE_FOLDER,VARIANT): each
@@ -217,19 +240,21 @@ $(1)/%.o: $(2)/%.cu build/$(3)/flags.txt
 	$$(COMPILE_CU)
 endef
 
-# $(call link_rule,PROGRAM,PREREQUISITES,LINKER,LIBRARIES): PROGRAM from the
-# objects and archives among PREREQUISITES, in their order. LINKER and
-# LIBRARIES name variables: CC or MPICC; CHECK_LIBS, CUDA_LIBS.
+# $(call link_rule,PROGRAM,PREREQUISITES,LINKER,LIBRARIES[,THEN]): PROGRAM
+# from the objects and archives among PREREQUISITES, in their order. LINKER
+# and LIBRARIES name variables: CC or MPICC; CHECK_LIBS, CUDA_LIBS. THEN, a
+# command run once it is linked (a failure removes it).
 define link_rule
 $(1): $(2)
 	@mkdir -p $$(@D)
-	$$($(strip $(3))) $$(CFLAGS) $$($$(VARIANT)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(filter %.o %.a,$$^) $(foreach library,$(4),$$($(library))) -lm -o $$@
+	$$($(strip $(3))) $$(CFLAGS) $$($$(VARIANT)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(GC_LDFLAGS) $$(filter %.o %.a,$$^) $(foreach library,$(4),$$($(library))) -lm -o $$@
+	$(if $(strip $(5)),@$(strip $(5)))
 endef
 
 # Each build remembers the tools and flags it was made with, in
 # build/VARIANT/flags.txt, which everything in it depends on: make CC=clang,
 # MPI=mpich or WERROR=1 rebuilds what was built otherwise.
-build_config = $(CC) $(MPICC) $(NVCC) $(CFLAGS) $(LANG_FLAGS) $($(1)_FLAGS) $($(1)_WARNINGS) $(OPENMP_FLAGS) $(LDFLAGS) $(NVCC_FLAGS)
+build_config = $(CC) $(MPICC) $(NVCC) $(CFLAGS) $(LANG_FLAGS) $(SECTION_FLAGS) $(STACK_USAGE_FLAGS) $($(1)_FLAGS) $($(1)_WARNINGS) $(OPENMP_FLAGS) $(LDFLAGS) $(GC_LDFLAGS) $(NVCC_FLAGS)
 shell_quote = '$(subst ','\'',$(1))'
 build/%/flags.txt: FORCE
 	@mkdir -p $(@D)
@@ -259,6 +284,20 @@ $(call common_mpi_objects,$(1)): COMPILER = $$(MPI_COMPILER)
 build/$(1)/common/check_cuda.o build/$(1)/common/device_cuda.o: FILE_FLAGS += $$(CUDA_CFLAGS)
 build/$(1)/tests/%.o: FILE_FLAGS = $$(OPENMP_FLAGS) $$(CHECK_CFLAGS) -Wno-unused-parameter
 build/$(1)/tests/%.o: INCLUDES = -Itests/harness
+# What the shared libraries of each kind of program define, read from the
+# libraries (scripts/library-symbols.sh): a program of C and OpenMP, one of
+# MPI (either MPI's, where both are installed), one with CUDA's libraries.
+# A student's file may define none of it (scripts/check-submission.sh).
+build/$(1)/libraries/c.txt: scripts/library-symbols.sh build/$(1)/flags.txt
+	@mkdir -p $$(@D)
+	@scripts/library-symbols.sh $$@ $$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) -lm
+build/$(1)/libraries/mpi.txt: scripts/library-symbols.sh build/$(1)/flags.txt
+	@mkdir -p $$(@D)
+	@scripts/library-symbols.sh $$@ $$(MPICC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) -lm \
+	    $$(if $$(OTHER_MPICC),-- $$(OTHER_MPICC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) -lm)
+build/$(1)/libraries/cuda.txt: scripts/library-symbols.sh build/$(1)/flags.txt
+	@mkdir -p $$(@D)
+	@scripts/library-symbols.sh $$@ $$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(CUDA_LIBS) -lm
 endef
 $(foreach variant,$(OWN_VARIANTS),$(eval $(call library_rules,$(variant))))
 
@@ -275,6 +314,7 @@ library_dir = build/$($(1)_LIBRARY)
 library_parts = $(addprefix build/$(1)/,common/libcommon.a common/not_done.o \
     $(patsubst %.c,%.o,$(COMMON_MPI_SOURCES)) $(if $(filter $(CUDA_LESSONS),$(BUILT_LESSONS)),common/check_cuda.o) \
     $(if $(foreach lesson,$(BUILT_LESSONS),$(call device_cuda,$(lesson))),common/device_cuda.o common/check_cuda.o) \
+    libraries/c.txt libraries/mpi.txt $(if $(HAVE_NVCC),libraries/cuda.txt) \
     $(addprefix tests/,$(HARNESS_OBJS) harness/producer.o harness/rank_watch.o) \
     $(foreach lesson,$(BUILT_LESSONS),tests/test_$(lesson).o $(if $($(lesson)_PRODUCER_OBJS),tests/producer/$(lesson).o)) \
     $(patsubst %.c,%.o,$(wildcard tests/hidden/test_*.c)))
@@ -291,19 +331,57 @@ cuda_objects = $(if $(or $($(2)_CUDA),$(call device_cuda,$(2))),$(call library_d
 lessons_of = $(sort $(foreach object,$(1),$(firstword $(subst /, ,$(object)))))
 earlier_lessons = $(call lessons_of,$(foreach program,$($(1)_PROGRAMS),$($(1)_$(program)_EARLIER)))
 
+# A lesson's objects that the student edits; every object its programs and
+# its producer link; the earlier lessons' objects they link (LESSON/OBJECT),
+# those of them that the student edits there, and the others (given).
+edited_objects = $(call objects,$($(1)_EDITED))
+program_objects = $(sort $(foreach program,$($(1)_PROGRAMS),$($(1)_$(program)_OBJS)) $($(1)_PRODUCER_OBJS))
+earlier_objects = $(sort $(foreach program,$($(1)_PROGRAMS),$($(1)_$(program)_EARLIER)))
+is_edited = $(filter $(notdir $(1)),$(call edited_objects,$(firstword $(subst /, ,$(1)))))
+earlier_edited = $(foreach object,$(1),$(if $(call is_edited,$(object)),$(object)))
+# $(call student_objects_of,VARIANT,LESSON,OBJECTS,EARLIER): those of a
+# program's objects that hold the student's code.
+student_objects_of = $(addprefix build/$(1)/$(2)/,$(filter $(call edited_objects,$(2)),$(3))) \
+    $(addprefix build/$(1)/,$(call earlier_edited,$(4)))
+
+# $(call program_parts,VARIANT,LESSON,OBJECTS,FIRST,EARLIER): the objects a
+# program links besides the shared library: the lesson's OBJECTS after
+# FIRST (objects from elsewhere), EARLIER (objects of earlier lessons in the
+# same build: the student's own), not_done.o, and MPI's and CUDA's parts.
+program_parts = $(4) $(addprefix build/$(1)/$(2)/,$(3)) $(addprefix build/$(1)/,$(5)) \
+    $(if $(call uses_mpi,$(2),$(3)),$(call common_mpi_objects,$($(1)_LIBRARY))) \
+    $(call cuda_objects,$(1),$(2)) $(call library_dir,$(1))/common/not_done.o
+# Each of a lesson's programs and its producer, for the checks on the
+# student's files, as "--program PART,PART,...", and the lists of what
+# their shared libraries define: a student's file may define no symbol that
+# anything linked with it defines (scripts/check-submission.sh).
+# $(1): variant, $(2): lesson
+producer_first = $(call library_dir,$(1))/tests/producer/$(2).o $(call library_dir,$(1))/tests/harness/producer.o
+lesson_program_lists = $(foreach program,$($(2)_PROGRAMS),--program $(subst $(space),$(comma),$(strip \
+        $(call program_parts,$(1),$(2),$($(2)_$(program)_OBJS),,$($(2)_$(program)_EARLIER))))) \
+    $(if $($(2)_PRODUCER_OBJS),--program $(subst $(space),$(comma),$(strip \
+        $(call program_parts,$(1),$(2),$($(2)_PRODUCER_OBJS),$(call producer_first,$(1),$(2))))))
+lesson_program_parts = $(sort $(subst $(comma),$(space),$(filter-out --program,$(call lesson_program_lists,$(1),$(2)))))
+lesson_libraries = $(addprefix $(call library_dir,$(1))/libraries/,c.txt $(if $($(2)_MPI),mpi.txt) \
+    $(if $(or $($(2)_CUDA),$(call device_cuda,$(2))),cuda.txt))
+
 # $(call lesson_link,VARIANT,LESSON,PROGRAM,OBJECTS,FIRST,EARLIER): a
 # program of the lesson's OBJECTS (after FIRST, objects from elsewhere, and
 # EARLIER, objects of earlier lessons in the same build: the student's own),
 # linked with what they need: the shared library, not_done.o, MPI's and
 # CUDA's parts, and mpicc when one of them uses MPI. Nothing is linked
 # before the checks on the student's files pass.
+# Once linked, a program that runs the student's code (in a build whose
+# files are checked) must hold none of the lesson's references
+# (scripts/check-program.sh), unless lesson.mk names it among those that
+# check the student's results against the reference themselves
+# (SELF_CHECKING).
 lesson_link = $(eval $(call link_rule,build/$(1)/$(2)/$(3),\
     $(call submission_stamp,$(1),$(2)) $(foreach lesson,$(call lessons_of,$(6)),$(call submission_stamp,$(1),$(lesson))) \
-    $(5) $(addprefix build/$(1)/$(2)/,$(4)) $(addprefix build/$(1)/,$(6)) \
-    $(if $(call uses_mpi,$(2),$(4)),$(call common_mpi_objects,$($(1)_LIBRARY))) \
-    $(call cuda_objects,$(1),$(2)) \
-    $(call library_dir,$(1))/common/not_done.o $(call library_dir,$(1))/common/libcommon.a,\
-    $(if $(call uses_mpi,$(2),$(4)),MPICC,CC),$(if $(or $($(2)_CUDA),$(call device_cuda,$(2))),CUDA_LIBS)))
+    $(call program_parts,$(1),$(2),$(4),$(5),$(6)) $(call library_dir,$(1))/common/libcommon.a,\
+    $(if $(call uses_mpi,$(2),$(4)),MPICC,CC),$(if $(or $($(2)_CUDA),$(call device_cuda,$(2))),CUDA_LIBS),\
+    $(if $(and $($(1)_CHECKED),$(call student_objects_of,$(1),$(2),$(4),$(6)),$(if $(filter $(3),$($(2)_SELF_CHECKING)),,yes)),\
+        scripts/check-program.sh $(2) $$@ $(call student_objects_of,$(1),$(2),$(4),$(6)))))
 
 # The producer: the student's code the tests run (PRODUCER_OBJS), with the
 # given code that runs it on the tests' inputs (tests/producer/LESSON.c).
@@ -331,6 +409,7 @@ lesson_objects = $(sort $(foreach program,$($(1)_PROGRAMS),$($(1)_$(program)_OBJ
 define lesson_rules
 # Its files: its folder's headers, and what lesson.mk asks for each.
 build/$(1)/$(2)/%.o: INCLUDES = -Ilessons/$(2) $(addprefix -Ilessons/,$(call earlier_lessons,$(2)))
+build/$(1)/$(2)/%.o: STACK_USAGE = $$(STACK_USAGE_FLAGS)
 $(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_MPI))): COMPILER = $$(MPI_COMPILER)
 $(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_OPENMP))): FILE_FLAGS += $$(OPENMP_FLAGS)
 $(if $($(2)_CUDA),build/$(1)/$(2)/%.o: FILE_FLAGS += $$(CUDA_CFLAGS))
@@ -345,10 +424,18 @@ TESTS_$(1) += build/$(1)/tests/test_$(2)
 endef
 
 # The checks on the files a student edits, compiled, before anything links
-# them. $(1): variant, $(2): lesson
+# them; with them, the earlier lessons' files that the lesson's programs
+# link, for what they define and what runs outside the calls (what they
+# call was checked under their own lesson's rules). $(1): variant, $(2):
+# lesson
 define submission_rules
-build/$(1)/$(2)/submission.ok: $(addprefix build/$(1)/$(2)/,$(call objects,$($(2)_EDITED))) build/$($(1)_LIBRARY)/common/libcommon.a scripts/check-submission.sh tests/symbols/all.txt $(wildcard tests/symbols/$(2).txt)
-	@scripts/check-submission.sh $(2) build/$($(1)_LIBRARY)/common/libcommon.a $$(filter %.o,$$^)
+build/$(1)/$(2)/submission.ok: $(addprefix build/$(1)/$(2)/,$(call edited_objects,$(2))) \
+        $(call lesson_program_parts,$(1),$(2)) $(call lesson_libraries,$(1),$(2)) \
+        build/$($(1)_LIBRARY)/common/libcommon.a scripts/check-submission.sh tests/symbols/all.txt $(wildcard tests/symbols/$(2).txt)
+	@scripts/check-submission.sh $(2) build/$($(1)_LIBRARY)/common/libcommon.a \
+	    $(call lesson_program_lists,$(1),$(2)) $(addprefix --libraries ,$(call lesson_libraries,$(1),$(2))) \
+	    $(addprefix --earlier build/$(1)/,$(call earlier_edited,$(call earlier_objects,$(2)))) \
+	    $(addprefix build/$(1)/$(2)/,$(call edited_objects,$(2)))
 	@touch $$@
 endef
 

@@ -1,6 +1,6 @@
 /* Lesson 07's benchmark: the CPU Adam of ZeRO-Offload, the reference
  * solution's fused cpu_adam_update against
- *   - adamw_step_mixed, the scalar reference (common/optimizer.c);
+ *   - adamw_step_mixed, the scalar reference (common/adamw.c);
  *   - the same step unfused, one pass over memory per operation, as a
  *     framework's separate tensor operations make it (grad.float(),
  *     mul_, add_, ..., param.to(bf16)), each pass vectorised and threaded;

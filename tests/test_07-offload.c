@@ -53,7 +53,7 @@
 #define LESSON "07-offload"
 
 static const char *const tile_hint =
-    "TODO 1: adamw_element's operations in its order (common/optimizer.c), "
+    "TODO 1: adamw_element's operations in its order (common/adamw.c), "
     "one rounding each, every element of [begin, end) and no other";
 static const char *const update_hint =
     "TODO 2: tiles that cover [0, count) once each, each updated by "

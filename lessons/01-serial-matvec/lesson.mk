@@ -12,6 +12,11 @@
 #   DEVICE_CUDA: yes to link the device layer's cuda backend (common/device.h)
 #              where nvcc is found, with the CUDA runtime; without it (or
 #              without nvcc) device_open("cuda") says why it cannot
+#   SELF_CHECKING: the programs that check the student's results against
+#              the lesson's reference themselves, which alone may hold it
+#              (tests/symbols/LESSON.txt's reference lines): every other
+#              program that runs the student's code, the producer first,
+#              must not (scripts/check-program.sh)
 LESSON := 01-serial-matvec
 $(LESSON)_TITLE     := 01 serial matvec
 $(LESSON)_EDITED    := matvec.c
@@ -21,3 +26,6 @@ $(LESSON)_PRODUCER_OBJS := matvec.o
 $(LESSON)_MPI       :=
 $(LESSON)_OPENMP    :=
 $(LESSON)_BENCH_OBJS := matvec.o
+# The driver tells you whether your kernels are right before it times them,
+# against the reference; the tests judge only the producer.
+$(LESSON)_SELF_CHECKING := matvec

@@ -18,3 +18,7 @@ $(LESSON)_MPI       :=
 $(LESSON)_OPENMP    :=
 $(LESSON)_CUDA      := cuda_matvec.cu
 $(LESSON)_BENCH_OBJS := cuda_matvec.o float_reference.o
+# The driver checks every kernel against the reference before it times
+# them; the tests judge the producer's outputs (and run the driver only
+# under compute-sanitizer, for its memory errors).
+$(LESSON)_SELF_CHECKING := cuda_matvec

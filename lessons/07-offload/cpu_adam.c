@@ -3,7 +3,7 @@
  * state (TODO 1); the whole step in tiles, split among OpenMP threads,
  * each tile handed to the offload driver as soon as it is done (TODO 2).
  * Given: the step's constants (cpu_adam_step_of), and the reference you
- * must match bit for bit, adamw_step_mixed (common/optimizer.c: read its
+ * must match bit for bit, adamw_step_mixed (common/adamw.c: read its
  * adamw_element, the formula and its order of operations). */
 #include <math.h>
 

@@ -11,7 +11,8 @@
  *   build/student/07-offload/train_offload --no-offload --device-memory 1500000
  *
  * --no-offload keeps everything on the device (lesson 06's stage 0, given
- * code): 16 bytes a parameter, which a small device refuses at once.
+ * code, its step taken by your CPU Adam): 16 bytes a parameter, which a
+ * small device refuses at once.
  * With --out, every rank reports to the tests: the parameters, its slice
  * of the fp32 master weights, the peaks of the device's and the host's
  * memory by category, the bytes each way across the bus (the device
@@ -31,6 +32,7 @@
 
 #include "check_mpi.h"
 #include "cli.h"
+#include "collectives.h"
 #include "comm_ledger.h"
 #include "dataset.h"
 #include "device.h"
@@ -238,6 +240,24 @@ static float forward_backward(void *context, long step, const float *inputs,
     return loss;
 }
 
+/* --no-offload's update: lesson 06's stage 0 (zero_reduce, then every rank
+ * gathers every sum and takes the same step on all of them), the step by
+ * your CPU Adam, which gives adamw_step_mixed's bits. Not lesson 06's
+ * zero_update: that would link adamw_step_mixed, the reference your CPU
+ * Adam is tested against, into this program, which no program that runs
+ * your code may hold (tests/symbols/07-offload.txt). */
+static void update_without_offload(zero_state *z, long step)
+{
+    zero_reduce(z);
+    zero_check(z, collective_allgather(z->grads + z->own.begin, z->grads,
+                                       MPI_UINT16_T, z->total, 0, z->total,
+                                       z->comm, z->error, sizeof z->error));
+    const cpu_adam_step adam = cpu_adam_step_of(&z->adamw, step + 1,
+                                                1.0f / (float)z->ranks);
+    cpu_adam_update(&adam, z->master, z->m, z->v, z->grads, z->params,
+                    z->total, NULL, NULL);
+}
+
 static void update(void *context, long step)
 {
     trainer *t = context;
@@ -246,8 +266,7 @@ static void update(void *context, long step)
     const double task_wait_before = t->offload.task_wait_seconds;
     double start = timer_now();
     if (t->config->no_offload) {
-        zero_reduce(&t->zero);
-        zero_update(&t->zero, step);
+        update_without_offload(&t->zero, step);
     } else {
         offload_update(&t->offload, step);
         /* The last step's delayed update lands before the accuracy. */
