@@ -871,9 +871,14 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
      * TCP transport on the loopback interface (its default leaves the
      * loopback out), and its own protocol layer (ob1), not UCX's; MPICH
      * with UCX: TCP, and no shared memory between ranks of one host. */
-    /* Allreduce by the ring (Open MPI's algorithm 4, MPICH's "ring"),
-     * whose bytes each rank receives are the ledger's count, 2(P-1)/P of
-     * the data: a recursive doubling receives log2(P) times the data.
+    /* MPI's collectives by algorithms that move what the ledger counts,
+     * what must cross and no more: allreduce by the ring (Open MPI's
+     * algorithm 4) or a reduce-scatter and an allgather (MPICH's), 2(P-1)/P
+     * of the data a rank (MPICH's on a power of two ranks; on others in
+     * all), where a recursive doubling sends log2(P) times the data;
+     * allgatherv by the ring, reduce-scatter by the ring or pairwise (Open
+     * MPI's default for small ones reduces to one rank and scatters, MPICH's
+     * halving on 3 ranks sends one rank's whole buffer first).
      * The memory a rank holds is measured too, so MPI's own must stay
      * small: Open MPI's TCP transport in fragments of 32 KiB (its 128 KiB
      * ones, a few dozen in flight, held 7-22 MiB more than the ledgers on
@@ -890,8 +895,12 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
         "MALLOC_MMAP_THRESHOLD_=65536",
         "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
         "OMPI_MCA_coll_tuned_allreduce_algorithm=4",
+        "OMPI_MCA_coll_tuned_allgatherv_algorithm=3",
+        "OMPI_MCA_coll_tuned_reduce_scatter_algorithm=3",
         "UCX_TLS=tcp,self", "UCX_NET_DEVICES=lo", "MPIR_CVAR_NOLOCAL=1",
-        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring",
+        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=reduce_scatter_allgather",
+        "MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM=ring",
+        "MPIR_CVAR_REDUCE_SCATTER_INTRA_ALGORITHM=pairwise",
         NULL,
     };
     for (size_t k = 0; watched && measured_env[k] != NULL; k++)
@@ -1545,4 +1554,45 @@ void harness_watch_peer_bytes(const run_result *result, int ranks,
                         bytes[a * ranks + b] += s->sent;
         }
     free(all);
+}
+
+void harness_expect_traffic_totals(const run_result *result, int ranks,
+                                   const ledger_traffic *counted,
+                                   const char *what, const char *hint)
+{
+    if (result->watch_dir == NULL && !harness_outside_measures())
+        return;
+    unsigned long long sent = 0, received = 0, wire_sent = 0,
+                       wire_received = 0, messages = 0, manager = 0;
+    for (int rank = 0; rank < ranks; rank++) {
+        watch_report w = harness_read_watch(result, rank);
+        harness_expect_watched(&w, rank, what);
+        wire_sent += watch_bytes_sent(&w);
+        wire_received += watch_bytes_received(&w);
+        manager += launcher_bytes(&w);
+        sent += counted[rank].sent;
+        received += counted[rank].received;
+        messages += counted[rank].messages;
+    }
+    const unsigned long long extra = harness_wire_overhead(sent, messages) *
+                                     (unsigned long long)ranks;
+    ck_assert_msg(wire_sent + 64ull * (unsigned long long)ranks >= sent,
+                  "%s: the ranks' MPI calls count %llu bytes sent in all, "
+                  "but their sockets sent only %llu (measured by the kernel, "
+                  "outside the ranks' processes): bytes counted that never "
+                  "crossed to another rank (a message to itself?), or a "
+                  "ledger written over. Hint: %s", what, sent, wire_sent,
+                  hint);
+    ck_assert_msg(wire_sent <= sent + extra && wire_received <=
+                  received + extra, "%s: the ranks' sockets sent %llu bytes "
+                  "in all and received %llu (measured by the kernel, "
+                  "outside the ranks' processes), but their MPI calls count "
+                  "only %llu and %llu, and the wire's headers take at most "
+                  "%llu more: data moved between ranks past the MPI calls "
+                  "the lesson counts. Hint: %s", what, wire_sent,
+                  wire_received, sent, received, extra, hint);
+    ck_assert_msg(manager <= 4096ull * (unsigned long long)ranks, "%s: the "
+                  "ranks exchanged %llu bytes with the MPI process manager "
+                  "while the lesson's code ran: data sent past MPI's "
+                  "communication calls. Hint: %s", what, manager, hint);
 }

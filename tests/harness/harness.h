@@ -221,6 +221,16 @@ void harness_expect_sent(const watch_report *w, int rank,
                          const ledger_traffic *counted, const char *what,
                          const char *hint);
 
+/* The same over all `ranks` ranks of a run together (`counted` holds each
+ * rank's), for runs whose calls include MPI's own collectives: how a
+ * library spreads their bytes over the ranks is its algorithm's choice
+ * (a tree broadcast forwards through some; MPICH's allreduce on 3 ranks
+ * sends one rank's data to another first), but every byte one rank sends
+ * another receives, and the ledger counts what must cross. */
+void harness_expect_traffic_totals(const run_result *result, int ranks,
+                                   const ledger_traffic *counted,
+                                   const char *what, const char *hint);
+
 /* Fails the test unless rank `rank`'s memory, as the watch measured it
  * from outside (watch_memory_growth), rose by no more than `allowed`
  * bytes (what the formulas let the rank hold after its boundary) and
