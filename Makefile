@@ -99,6 +99,8 @@ MPI_COMPILER = $(MPICC) $(MPI_WARNINGS)
 # two builds it (scripts/library-symbols.sh).
 OTHER_MPICC := $(shell command -v $(if $(filter mpich,$(MPI)),mpicc.openmpi,mpicc.mpich) 2>/dev/null)
 export ZZ_MPIRUN := $(MPIRUN)
+# Which MPI the tests run (the harness sets each one's transports).
+export ZZ_MPI := $(MPI)
 export ZZ_MPIRUN_TIMEOUT_FLAG := $(MPIRUN_TIMEOUT_FLAG)
 
 # CUDA is optional: lessons with CUDA sources build whenever $(NVCC) is found

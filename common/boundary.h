@@ -29,7 +29,10 @@
  *   - the shared writable mappings it holds (MPI's shared-memory locks,
  *     which every rank of the host maps) unmapped, so that no two ranks
  *     share memory: with MPI on TCP (the grader's setting), ranks exchange
- *     data only through sockets the watch counts;
+ *     data only through sockets the watch counts. Where the grader keeps
+ *     MPI's shared-memory transport (MPICH, whose UCX on TCP alone hangs
+ *     here: ZZ_BOUNDARY_SHARED=keep), they stay, and the bytes the ranks
+ *     exchange are the ledgers' count alone;
  *   - every capability dropped (a root process keeps its user id, not its
  *     powers), and no_new_privs.
  *

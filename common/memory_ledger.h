@@ -48,9 +48,10 @@ typedef enum {
  * outside memory_ledger_current_total and memory_ledger_peak_total. */
 bool memory_category_is_host(memory_category category);
 
-/* bytes of memory, 64-byte aligned, recorded under `category`, every page
- * of it written once (so that the kernel counts it as the process's from
- * the start; its contents are undefined). NULL, with
+/* bytes of memory, 64-byte aligned, recorded under `category`; under the
+ * grader (ZZ_BOUNDARY) every page of it written once, so that the kernel
+ * counts it as the process's from the start. Its contents are undefined.
+ * NULL, with
  * nothing allocated and the reason in memory_ledger_last_error(), when the
  * bytes held in all categories but the host's would pass the cap (a host
  * category: never), or when the system has none to give. Free with

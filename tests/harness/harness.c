@@ -903,8 +903,19 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
         "MPIR_CVAR_REDUCE_SCATTER_INTRA_ALGORITHM=pairwise",
         NULL,
     };
-    for (size_t k = 0; watched && measured_env[k] != NULL; k++)
-        append_word(mpi_env, &env_count, MAX_ENV, measured_env[k], settings);
+    /* MPICH's UCX on TCP alone hangs here on 3 ranks and more (hello_mpi
+     * on 4, every time): under MPICH the ranks keep UCX's shared memory
+     * (no cross-memory attach, which the boundary refuses), the boundary
+     * leaves those mappings alone, and what the ranks send is the
+     * ledgers' count only (harness_outside_traffic). */
+    static char *const mpich_env[] = {
+        "ZZ_BOUNDARY=1", "ZZ_BOUNDARY_SHARED=keep",
+        "UCX_TLS=sysv,posix,self", "MALLOC_MMAP_THRESHOLD_=65536", NULL,
+    };
+    char *const *chosen = harness_outside_traffic() ? measured_env
+                                                    : mpich_env;
+    for (size_t k = 0; watched && chosen[k] != NULL; k++)
+        append_word(mpi_env, &env_count, MAX_ENV, chosen[k], settings);
     for (size_t k = 0; env != NULL && env[k] != NULL; k++)
         append_word(mpi_env, &env_count, MAX_ENV, env[k], settings);
     mpi_env[env_count] = NULL;
@@ -1300,6 +1311,13 @@ bool harness_outside_measures(void)
 #endif
 }
 
+bool harness_outside_traffic(void)
+{
+    const char *mpi = getenv("ZZ_MPI");
+    return harness_outside_measures() &&
+           (mpi == NULL || strcmp(mpi, "mpich") != 0);
+}
+
 /* Reads "KEY VALUE" pairs of a watch line into an event. */
 static void read_event(const char *line, watch_event *e)
 {
@@ -1478,7 +1496,7 @@ static void expect_wire(const watch_report *w, int rank, const char *verb,
                         unsigned long long messages, const char *what,
                         const char *hint)
 {
-    if (!w->found && !harness_outside_measures())
+    if (!harness_outside_traffic())
         return;
     harness_expect_watched(w, rank, what);
     const unsigned long long extra = harness_wire_overhead(counted, messages);
@@ -1560,7 +1578,7 @@ void harness_expect_traffic_totals(const run_result *result, int ranks,
                                    const ledger_traffic *counted,
                                    const char *what, const char *hint)
 {
-    if (result->watch_dir == NULL && !harness_outside_measures())
+    if (!harness_outside_traffic())
         return;
     unsigned long long sent = 0, received = 0, wire_sent = 0,
                        wire_received = 0, messages = 0, manager = 0;

@@ -136,6 +136,12 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
  * reports about itself is all the tests have, and they say so. */
 bool harness_outside_measures(void);
 
+/* Whether the bytes between ranks are measured outside them too: with
+ * Open MPI on TCP (the grader's setting), not with MPICH, whose ranks
+ * keep UCX's shared memory (UCX on TCP alone hangs here), so that what
+ * they send is the ledgers' count only. */
+bool harness_outside_traffic(void);
+
 /* One mark the driver made, with what the watch read at it: memory in
  * KiB (the peak since the "boundary" mark), bytes of the rank's TCP
  * sockets to other ranks and to the process manager, since the start. */

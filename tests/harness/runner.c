@@ -353,6 +353,14 @@ int main(int argc, char **argv)
     int passed = 0, failed = 0, skipped = 0, not_started = 0;
     printf("%s%s\n", title, mode == MODE_SKELETON
            ? " (untouched skeleton: every test must fail)" : "");
+    /* Where a run is not measured from outside, say so: what decides is
+     * then what the processes count themselves. */
+    if (!harness_outside_measures())
+        printf("  (this system has no outside measurement of a run: the "
+               "ledgers' counts decide; see docs/instructors.md)\n");
+    else if (!harness_outside_traffic())
+        printf("  (MPICH: the bytes between ranks are the ledgers' count; "
+               "memory is measured outside the ranks)\n");
     if (mode == MODE_SKELETON) {
         /* Here a failure is the expected outcome. */
         for (int k = 0; k < count; k++) {
