@@ -24,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 usage() {
-    echo "usage: scripts/grade-all.sh FOLDER [--jobs N] [--sandbox] [--lesson 'L...'] [--slurm]" >&2
+    echo "usage: scripts/grade-all.sh FOLDER [--jobs N] [--sandbox|--no-sandbox] [--lesson 'L...'] [--slurm]" >&2
     exit 2
 }
 submissions=${1:-}
@@ -34,7 +34,7 @@ jobs=1 jobs_given=false options=() slurm=false
 while [ $# -gt 0 ]; do
     case "$1" in
         --jobs) jobs=${2:-}; jobs_given=true; shift ;;
-        --sandbox) options+=(--sandbox) ;;
+        --sandbox|--no-sandbox) options+=("$1") ;;
         --lesson) options+=(--lesson "${2:-}"); shift ;;
         --slurm) slurm=true ;;
         *) usage ;;
