@@ -21,8 +21,9 @@
 #   graded: bait in /tmp           the bait's folder in /tmp (or /dev/shm),
 #                                  not /var/tmp: for attacks on /tmp itself
 #   graded: in a copy of the tree  in a copy of this checkout made for the
-#                                  grading and removed after it: for
-#                                  attacks that write the checkout
+#                                  grading and removed after it, where
+#                                  ZZ_GRADED_IN_A_COPY is set: for attacks
+#                                  that write the checkout
 #   graded: with /tmp full         with the machine's /tmp full (a mount
 #                                  namespace with a full 1 MiB tmpfs there;
 #                                  skipped, with the reason, where none can
@@ -115,6 +116,7 @@ for expect in "$folder/expected.txt" "$folder/expected-sandbox.txt"; do
     refuses=$(sed -n 's/^refuses: *//p' "$expect" | head -n 1)
     title="broken submission '$name' of lesson $lessons${suffix:+ (sandbox)}"
     out=build/test/fixtures/$lesson_of_folder/$name$suffix
+    rm -rf "$out"
     mkdir -p "$out"
     graded=$((graded + 1))
 
@@ -128,11 +130,14 @@ for expect in "$folder/expected.txt" "$folder/expected-sandbox.txt"; do
         settings+=("ZZ_BAIT=$bait_folder")
     fi
     # Where it is graded: here, or in a copy of this checkout.
+    # (The copy's programs see ZZ_GRADED_IN_A_COPY: an attack fixture that
+    # would damage the tree it finds does so only there.)
     tree=$root
     if $in_copy; then
         mkdir -p build/test
         tree=$(mktemp -d "$root/build/test/tree-XXXXXX") && copy_tree "$tree" ||
             { echo "grade-fixture: cannot copy the checkout to $tree" >&2; exit 2; }
+        settings+=(ZZ_GRADED_IN_A_COPY=1)
     fi
     command=(env "${settings[@]}" scripts/grade.sh --lesson "$lessons"
              --overlay "$folder" --out "$out" --expect "$expect"
