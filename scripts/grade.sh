@@ -230,14 +230,14 @@ file_kib=${GRADE_FILE_KIB:-65536}           # 64 MiB per file written
 processes=${GRADE_PROCESSES:-512}           # not enforceable for root
 wall_seconds=${GRADE_WALL_SECONDS:-600}
 # The /tmp of each lesson's tests (memory, used only as far as it is
-# filled): honest tests keep at most some 160 MiB there at once (lesson
-# 03's inputs and outputs, and the MPI runs' shared-memory files), and the
+# filled): the tests keep at most some 153 MiB there at once (lesson 07's,
+# measured: inputs, outputs and the MPI runs' shared-memory files), and the
 # output of the programs they run, up to the file limit above (64 MiB, on
 # each of standard output and error). Room for three times that.
 tmp_mib=${GRADE_TMP_MIB:-768}
 # Room on disk (the output and the build folders' file systems): a graded
-# build of every lesson is some 30 MiB; where no /tmp of the tests' own can
-# be had, their temporary files go there too.
+# build of every lesson and its output folder; where no /tmp of the tests'
+# own can be had, their temporary files (153 MiB at most) go there too.
 min_free_kib=$(( ${GRADE_MIN_FREE_MIB:-512} * 1024 ))
 
 out=${out%/}
