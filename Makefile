@@ -145,7 +145,7 @@ HAVE_SOLUTIONS := $(wildcard solutions)
 # communication ledger's MPI_* definitions must win over the MPI library's.
 COMMON_MPI_SOURCES := common/check_mpi.c common/comm_ledger.c common/collectives.c common/train.c
 COMMON_SOURCES := $(filter-out common/not_done.c $(COMMON_MPI_SOURCES) common/check_cuda.c common/device_cuda.c,$(wildcard common/*.c))
-HARNESS_OBJS   := harness/harness.o harness/runner.o harness/not_done_check.o harness/training_reference.o
+HARNESS_OBJS   := harness/harness.o harness/runner.o harness/remove_tree.o harness/not_done_check.o harness/training_reference.o
 COMMON_TESTS   := $(patsubst tests/common/%.c,%,$(wildcard tests/common/test_*.c))
 
 # For scripts: the lessons, and each lesson's edited files as LESSON/FILE.
@@ -585,10 +585,14 @@ tsan: ## look for data races in your OpenMP code with ThreadSanitizer: make tsan
 	@$(MAKE) --no-print-directory deps-ready DEPS_OPTIONS="$(DEPS_OPTIONS) --clang"
 	@CLANG=$(CLANG) scripts/tsan.sh $(LESSON_DIR) --student
 
-grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree, SANDBOX=1
+# SANDBOX=1: student code under bubblewrap; SANDBOX=0: not. Unset: with it
+# for SUBMISSION=DIR (or grade-all) wherever it can run, without it for
+# your own tree (scripts/grade.sh).
+SANDBOX_OPTION = $(if $(filter 0,$(SANDBOX)),--no-sandbox,$(if $(SANDBOX),--sandbox))
+grade: deps-ready ## score your lessons: L=NN one, SUBMISSION=DIR another tree (sandboxed), SANDBOX=0|1
 	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make grade: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@$(MAKE) -s --no-print-directory mpi-ready
-	@scripts/grade.sh $(if $(L),--lesson $(LESSON_DIR)) $(if $(SUBMISSION),--submission $(SUBMISSION)) $(if $(SANDBOX),--sandbox)
+	@scripts/grade.sh $(if $(L),--lesson $(LESSON_DIR)) $(if $(SUBMISSION),--submission $(SUBMISSION)) $(SANDBOX_OPTION)
 
 # make -jN grade-all (or JOBS=N): N gradings at once. SLURM=1: as a Slurm
 # job array, one task per submission (scripts/grade-all.sh). L=NN: one lesson.
@@ -597,7 +601,7 @@ grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at on
 	@test -n "$(SUBMISSIONS)" || { echo "make grade-all: say where: make grade-all SUBMISSIONS=folder-of-submissions" >&2; exit 2; }
 	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make grade-all: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@$(MAKE) -s --no-print-directory mpi-ready $(call library_parts,$($(GRADE_VARIANT)_LIBRARY))
-	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(if $(SANDBOX),--sandbox) $(if $(L),--lesson $(LESSON_DIR)) $(if $(SLURM),--slurm)
+	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(SANDBOX_OPTION) $(if $(L),--lesson $(LESSON_DIR)) $(if $(SLURM),--slurm)
 
 progress: ## one line per lesson and TODO, from your last make check and make grade
 	@$(MAKE) -s --no-print-directory build/grade-tool/grade

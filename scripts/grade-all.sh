@@ -24,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 usage() {
-    echo "usage: scripts/grade-all.sh FOLDER [--jobs N] [--sandbox] [--lesson 'L...'] [--slurm]" >&2
+    echo "usage: scripts/grade-all.sh FOLDER [--jobs N] [--sandbox|--no-sandbox] [--lesson 'L...'] [--slurm]" >&2
     exit 2
 }
 submissions=${1:-}
@@ -34,7 +34,7 @@ jobs=1 jobs_given=false options=() slurm=false
 while [ $# -gt 0 ]; do
     case "$1" in
         --jobs) jobs=${2:-}; jobs_given=true; shift ;;
-        --sandbox) options+=(--sandbox) ;;
+        --sandbox|--no-sandbox) options+=("$1") ;;
         --lesson) options+=(--lesson "${2:-}"); shift ;;
         --slurm) slurm=true ;;
         *) usage ;;
@@ -52,9 +52,14 @@ fi
 out=${ZZ_GRADE_ALL_OUT:-build/grade-all}   # make test-cluster grades elsewhere
 mkdir -p "$out"
 
+# A submission's log and seconds are made afresh (removed, then written),
+# never written through a link that an earlier grading's code, run without
+# the sandbox, left in their place.
 grade_one() {   # grade_one NAME FOLDER
     local start=$SECONDS
+    rm -f "$out/$1.log" "$out/$1.seconds"
     scripts/grade.sh --submission "$2" --out "$out/$1" "${options[@]}" > "$out/$1.log" 2>&1
+    rm -f "$out/$1.seconds"
     echo $((SECONDS - start)) > "$out/$1.seconds"
 }
 
@@ -66,7 +71,12 @@ for dir in "$submissions"/*/; do
     dirs+=("$(cd "$dir" && pwd)")
 done
 # No score from an earlier grading may stand for one that never ended.
-for name in "${names[@]}"; do rm -f "$out/$name.seconds" "$out/$name/scores.txt"; done
+# (A NAME that is a link is no grading's folder: grade.sh refuses it, and
+# nothing is removed or read through it.)
+for name in "${names[@]}"; do
+    rm -f "$out/$name.seconds"
+    [ -L "$out/$name" ] || rm -f "$out/$name/scores.txt"
+done
 
 if ! $slurm; then
     running=0
@@ -101,10 +111,11 @@ elif [ ${#names[@]} -gt 0 ]; then
         echo '# its ranks for the allocation'"'"'s tasks (Open MPI reads SLURM_*).'
         echo 'for variable in $(compgen -e); do case $variable in SLURM_*) unset "$variable" ;; esac; done'
         echo 'start=$SECONDS'
+        printf 'rm -f %q/"$name.log" %q/"$name.seconds"\n' "$out" "$out"
         printf 'scripts/grade.sh --submission "$dir" --out %q/"$name"' "$out"
         for option in "${options[@]}"; do printf ' %q' "$option"; done
         printf ' > %q/"$name.log" 2>&1\n' "$out"
-        printf 'echo $((SECONDS - start)) > %q/"$name.seconds"\n' "$out"
+        printf 'rm -f %q/"$name.seconds"; echo $((SECONDS - start)) > %q/"$name.seconds"\n' "$out" "$out"
     } > "$task"
     array=0-$((${#names[@]} - 1))
     ! $jobs_given || array+="%$jobs"
@@ -124,12 +135,13 @@ header="submission"
 for lesson in $ZZ_LESSONS; do header+=",$lesson"; done
 echo "$header,total,max,seconds" > "$roster"
 for name in "${names[@]}"; do
-    row="$name"
+    row="$name" scores=$out/$name/scores.txt
+    [ -L "$out/$name" ] && scores=/dev/null
     for lesson in $ZZ_LESSONS; do
-        points=$(awk -v l="$lesson" '$1 == l { print $2 }' "$out/$name/scores.txt" 2>/dev/null)
+        points=$(awk -v l="$lesson" '$1 == l { print $2 }' "$scores" 2>/dev/null)
         row+=",${points:-0}"
     done
-    total=$(awk '$1 == "total" { print $2 "," $3 }' "$out/$name/scores.txt" 2>/dev/null)
+    total=$(awk '$1 == "total" { print $2 "," $3 }' "$scores" 2>/dev/null)
     echo "$row,${total:-0,?},$(cat "$out/$name.seconds" 2>/dev/null || echo '?')" >> "$roster"
     if [ ! -f "$out/$name.seconds" ]; then
         echo "  $name: not graded: its grading never ended$($slurm && echo " (its Slurm task's output: $out/slurm-*_*.out)")"

@@ -6,9 +6,14 @@
 #   scripts/grade.sh --submission DIR       another student's tree: only the files
 #                                           a student edits are taken from it
 #   scripts/grade.sh --out DIR              where results go (build/grade)
-#   scripts/grade.sh --sandbox              student code runs under bubblewrap:
-#                                           no capabilities, no network, its own
-#                                           PID namespace, all read-only
+#   scripts/grade.sh --sandbox              student code runs under bubblewrap
+#                                           (tests/harness/harness.c); refused
+#                                           where bubblewrap cannot run
+#   scripts/grade.sh --no-sandbox           it does not, even for --submission
+# A --submission is graded with the sandbox unless --no-sandbox says
+# otherwise: where bubblewrap or the user namespaces it needs are missing,
+# one line says so and it is graded without. Your own tree is graded
+# without the sandbox unless --sandbox says otherwise.
 # For make test: --solutions (grade the reference solutions), --overlay DIR (a
 # broken submission: the solutions with DIR's patches applied, FILE.patch for
 # FILE, or FILE.skeleton for the untouched skeleton), --expect FILE and
@@ -18,20 +23,152 @@
 # files each lesson's student edits. Each lesson is built on its own: one that
 # does not compile scores 0 with the compiler's message, and the others are
 # still graded. Each lesson's tests run with limits on CPU time, memory, file
-# size and (when not root) processes, and a wall-clock limit; afterwards every
-# process that the tests left behind is killed. The score comes from the
-# grader's records of each test (build/grade-tool/grade), never from anything
-# the submission prints or writes.
+# size and (when not root) processes, and a wall-clock limit, with a /tmp of
+# their own (the runner's --private-tmp); afterwards every process that the
+# tests left behind is killed. The score comes from the grader's records of
+# each test (build/grade-tool/grade), never from anything the submission
+# prints or writes; and none is given when the files the grading rests on
+# changed while it ran (status 3), or when there was no room left to grade
+# (status 4).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
+# Copies one handed-in file, never through a symbolic link: a link could
+# point at the solutions. A file that is not a plain file, or is too large to
+# be source code, is refused too (into `refused`, main's).
+take_file() {   # take_file LESSON FILE FROM (FROM relative to BASE) BASE
+    local lesson=$1 file=$2 from=$3 base=$4 path=$4 part
+    local IFS=/
+    for part in $from; do
+        path=$path/$part
+        if [ -L "$path" ]; then
+            refused[$lesson]+="refused: lessons/$lesson/$file: ${path#"$base"/} is a symbolic link (to $(readlink "$path")); hand in the file itself"$'\n'
+            return
+        fi
+    done
+    if [ ! -f "$path" ]; then
+        refused[$lesson]+="refused: lessons/$lesson/$file is not a plain file"$'\n'
+    elif [ "$(wc -c < "$path")" -gt 1048576 ]; then
+        refused[$lesson]+="refused: lessons/$lesson/$file is larger than 1 MiB"$'\n'
+    else
+        cp "$path" "$src/$lesson/$file" || exit 2
+    fi
+}
+
+# Why the sandbox cannot run here, in a few words; nothing when it can.
+# The probe asks bubblewrap for what the harness asks of it: a user
+# namespace of its own without capabilities, no network, and a tmpfs of a
+# given size (bubblewrap 0.7 or later).
+sandbox_unavailable() {
+    if ! command -v bwrap >/dev/null 2>&1; then
+        echo "bubblewrap is not installed (apt-get install bubblewrap)"
+        return
+    fi
+    local why
+    why=$(bwrap --unshare-user --uid 65534 --gid 65534 --unshare-net \
+              --cap-drop ALL --ro-bind / / --dev /dev \
+              --size 1048576 --tmpfs /tmp -- true 2>&1 >/dev/null) && return
+    echo "bubblewrap cannot start here (${why%%$'\n'*})"
+}
+
+# The folders a grading writes and removes (its output folder and its build
+# folder), and every folder on the way to them, must be folders, not
+# symbolic links: without the sandbox a grading's code can write them, and
+# could put a link in place of one so that this script, or the next
+# grading, removes or overwrites whatever it points to. A folder inside the
+# checkout is checked from the checkout down; the output folder, from the
+# folder it was given in (out_parent, main's). One line and status 3 when
+# one is a link.
+refuse_links() {   # refuse_links PATH...
+    local path base rest prefix part
+    local IFS=/
+    set -f
+    for path in "$@"; do
+        if [[ $path == /* ]]; then
+            base=$out_parent rest=${path#"$out_parent"/}
+        else
+            base=. rest=$path
+        fi
+        prefix=$base
+        for part in $rest; do
+            [ -n "$part" ] && [ "$part" != . ] || continue
+            prefix=$prefix/$part
+            if [ -L "$prefix" ]; then
+                set +f
+                echo "grade: ${prefix#./} is a symbolic link (to $(readlink "$prefix")), not the grading's own folder: code run without the sandbox put it there. No score is given; remove it, and grade untrusted work with the sandbox." >&2
+                exit 3
+            fi
+        done
+    done
+    set +f
+}
+
+# What the grading rests on, fingerprinted: the tests and the harness, the
+# scripts, the shared library's and the lessons' given files, the solutions
+# (make test grades fixtures on them), the Makefile: every file's type,
+# mode, name and content (and a link's target). Grading your own tree, your
+# edited files are yours to change (`mine`, main's, lists them).
+tree_fingerprint() {
+    local paths=(Makefile tests scripts common lessons) excluded=() file
+    [ -d solutions ] && paths+=(solutions)
+    for file in "${mine[@]}"; do excluded+=(! -path "$file"); done
+    find "${paths[@]}" \( -type f -o -type l \) "${excluded[@]}" \
+        -printf '%y %m %p %l\n' 2>/dev/null | LC_ALL=C sort
+    find "${paths[@]}" -type f "${excluded[@]}" -print0 2>/dev/null |
+        LC_ALL=C sort -z | xargs -0 sha256sum 2>/dev/null
+}
+
+# And what the builds made that the grading runs or links: its grade tool,
+# and the library build (libcommon.a, the harness's and the tests' objects)
+# that every graded program and judge is linked with.
+build_fingerprint() {
+    find "$grade_tool" "build/$library/common" "build/$library/tests" \
+        \( -type f -o -type l \) -printf '%y %m %p %l\n' 2>/dev/null | LC_ALL=C sort
+    find "$grade_tool" "build/$library/common" "build/$library/tests" \
+        -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum 2>/dev/null
+}
+
+# The files named in one fingerprint and not the other, or differently:
+# the first three, for a person.
+changed_files() {   # changed_files BEFORE AFTER
+    LC_ALL=C comm -3 <(printf '%s\n' "$1" | LC_ALL=C sort) <(printf '%s\n' "$2" | LC_ALL=C sort) |
+        awk '{ $1 = $1 } $1 ~ /^[fl]$/ { print $3; next } { print $2 }' |
+        LC_ALL=C sort -u | head -n 3 | paste -sd, - | sed 's/,/, /g'
+}
+
+# No score, and no file that claims one: what an earlier grading left in
+# OUT, and what this one wrote of its lessons' verdicts.
+remove_scores() {
+    rm -f "$out/results.json" "$out/junit.xml" "$out/results.tap" "$out/scores.txt"
+    for lesson in "${lessons[@]}"; do rm -f "$work/$lesson.results"; done
+}
+
+# Room to work, on the file systems the grading writes (its output folder's
+# and its build folder's, where its temporary files go too): short of
+# GRADE_MIN_FREE_MIB there, a test could fail for want of room rather than
+# for the student's code. The grading then stops, scores nothing and says
+# which file system is short (status 4): an infrastructure error, never a
+# student's 0.
+check_room() {   # check_room WHEN
+    local folder free
+    for folder in "$out" "$build_dir"; do
+        free=$(df -Pk -- "$folder" 2>/dev/null | awk 'NR == 2 { print $4 }')
+        if [ -z "$free" ] || [ "$free" -lt "$min_free_kib" ]; then
+            remove_scores
+            echo "grade: infrastructure error $1: the file system of $folder has ${free:-no} KiB free, less than the $min_free_kib KiB a grading needs (GRADE_MIN_FREE_MIB): no score is given. Make room and grade again." >&2
+            exit 4
+        fi
+    done
+}
+
+main() {
 lesson_filter="" submission="" out=build/grade overlay="" expect="" tally=""
-sandbox=false
+sandbox=default
 while [ $# -gt 0 ]; do
     case "$1" in
         --lesson) lesson_filter=${2:?}; shift ;;
@@ -41,7 +178,8 @@ while [ $# -gt 0 ]; do
         --solutions) overlay=/nonexistent ;;
         --expect) expect=${2:?}; shift ;;
         --tally) tally=${2:?}; shift ;;
-        --sandbox) sandbox=true ;;
+        --sandbox) sandbox=yes ;;
+        --no-sandbox) sandbox=no ;;
         -h|--help) usage ;;
         *) echo "grade: unknown option '$1'" >&2; usage ;;
     esac
@@ -65,6 +203,25 @@ if [ ${#lessons[@]} -eq 0 ]; then
     exit 2
 fi
 
+# With the sandbox or without: said, or the default for what is graded.
+if [ "$sandbox" = yes ]; then
+    why=$(sandbox_unavailable)
+    if [ -n "$why" ]; then
+        echo "grade: --sandbox: $why" >&2
+        exit 2
+    fi
+elif [ "$sandbox" = default ]; then
+    sandbox=no
+    if [ -n "$submission" ]; then
+        why=$(sandbox_unavailable)
+        if [ -z "$why" ]; then
+            sandbox=yes
+        else
+            echo "grade: grading without the sandbox: $why (docs/instructors.md, \"The sandbox\")"
+        fi
+    fi
+fi
+
 # Limits for each lesson's tests: generous for honest code, fatal for a
 # runaway. Every test also has its own time limit inside the runner.
 cpu_seconds=${GRADE_CPU_SECONDS:-600}
@@ -72,15 +229,27 @@ memory_kib=${GRADE_MEMORY_KIB:-4194304}      # 4 GiB of address space
 file_kib=${GRADE_FILE_KIB:-65536}           # 64 MiB per file written
 processes=${GRADE_PROCESSES:-512}           # not enforceable for root
 wall_seconds=${GRADE_WALL_SECONDS:-600}
+# The /tmp of each lesson's tests (memory, used only as far as it is
+# filled): the tests keep at most some 153 MiB there at once (lesson 07's,
+# measured: inputs, outputs and the MPI runs' shared-memory files), and the
+# output of the programs they run, up to the file limit above (64 MiB, on
+# each of standard output and error). Room for three times that.
+tmp_mib=${GRADE_TMP_MIB:-768}
+# Room on disk (the output and the build folders' file systems): a graded
+# build of every lesson and its output folder; where no /tmp of the tests'
+# own can be had, their temporary files (153 MiB at most) go there too.
+min_free_kib=$(( ${GRADE_MIN_FREE_MIB:-512} * 1024 ))
 
 out=${out%/}
+out_parent=$(dirname "$out")
 # One build folder per output folder, so that several gradings never mix.
 grade_id=$(printf '%s' "$out" | tr -c 'A-Za-z0-9_.-' '_')
 build_dir=build/graded/$grade_id
 src=$out/src
 work=$out/work
+refuse_links "$out" "$build_dir" "$src" "$work"
 rm -rf "$src" "$build_dir"
-mkdir -p "$src" "$work" || exit 2
+mkdir -p "$src" "$work" "$build_dir/tmp" || exit 2
 # Only the graded lessons' logs go: make grade L=06 leaves lesson 07's last
 # grading in place, which make progress reads.
 for lesson in "${lessons[@]}"; do
@@ -88,31 +257,22 @@ for lesson in "${lessons[@]}"; do
 done
 root=$PWD
 start=$SECONDS
+check_room "before the grading"
+# Every temporary file of the grading (the compiler's, and the tests' where
+# they get no /tmp of their own) goes to its build folder: a /tmp that
+# something else filled cannot fail it.
+export TMPDIR=$root/$build_dir/tmp
 
 # Lessons whose files were refused before any build, and why.
 declare -A refused=()
 
-# Copies one handed-in file, never through a symbolic link: a link could
-# point at the solutions. A file that is not a plain file, or is too large to
-# be source code, is refused too.
-take_file() {   # take_file LESSON FILE FROM (FROM relative to BASE) BASE
-    local lesson=$1 file=$2 from=$3 base=$4 path=$4 part
-    local IFS=/
-    for part in $from; do
-        path=$path/$part
-        if [ -L "$path" ]; then
-            refused[$lesson]+="refused: lessons/$lesson/$file: ${path#"$base"/} is a symbolic link (to $(readlink "$path")); hand in the file itself"$'\n'
-            return
-        fi
-    done
-    if [ ! -f "$path" ]; then
-        refused[$lesson]+="refused: lessons/$lesson/$file is not a plain file"$'\n'
-    elif [ "$(wc -c < "$path")" -gt 1048576 ]; then
-        refused[$lesson]+="refused: lessons/$lesson/$file is larger than 1 MiB"$'\n'
-    else
-        cp "$path" "$src/$lesson/$file" || exit 2
-    fi
-}
+# The files a student edits, as lessons/LESSON/FILE; grading your own
+# tree, they are yours (and left out of the fingerprint).
+mine=()
+if [ -z "$submission" ] && [ -z "$overlay" ]; then
+    for pair in $ZZ_EDITED; do mine+=("lessons/$pair"); done
+fi
+tree_before=$(tree_fingerprint)
 
 # The submission's edited files, and nothing else of it.
 for pair in $ZZ_EDITED; do
@@ -148,30 +308,23 @@ for pair in $ZZ_EDITED; do
 done
 
 # The grading's own copy of the grade tool, built afresh: a tool that an
-# earlier grading's code replaced in build/grade-tool/ is never used. Its
-# files and the manifests are fingerprinted here and checked before the
-# scores are written: a grading whose code changed them says so, and scores
-# nothing (without the sandbox, code on disk is only detected, not stopped).
-mkdir -p "$build_dir" || exit 2
+# earlier grading's code replaced in build/grade-tool/ is never used.
 grade_tool=$build_dir/grade
 ${CC:-cc} -O2 -std=c11 tests/harness/grade.c -o "$grade_tool" || exit 2
-fingerprint() {
-    sha256sum "$grade_tool" tests/manifest/*.txt $(ls tests/hidden/manifest/*.txt 2>/dev/null) 2>/dev/null
-}
-grader_files=$(fingerprint)
+# The library build that graded programs link (the Makefile's
+# GRADE_VARIANT_LIBRARY).
+library=student
+[ -d solutions ] && library=solution
 
 sandbox_env=()
-if $sandbox; then
-    if ! command -v bwrap >/dev/null 2>&1; then
-        echo "grade: --sandbox needs bubblewrap (apt-get install bubblewrap)" >&2
-        exit 2
-    fi
+if [ "$sandbox" = yes ]; then
     # Each program the tests run (never the tests themselves) runs under
     # bubblewrap (tests/harness/harness.c): an unprivileged user with no
-    # capabilities, its own PID, network and IPC namespaces, the whole file
-    # system read-only, this repository hidden but for this grading's build,
-    # and nothing writable but the run's own scratch folder.
-    sandbox_env=(ZZ_SANDBOX=1 "ZZ_SANDBOX_HIDE=$root" "ZZ_SANDBOX_SHOW=$root/$build_dir")
+    # capabilities, its own PID, network and IPC namespaces, the system's
+    # programs and libraries read-only, of this checkout only the lesson's
+    # programs of this grading (read-only), and nothing writable but the
+    # run's own scratch folder. ZZ_SANDBOX_SHOW is set for each lesson.
+    sandbox_env=(ZZ_SANDBOX=1 "ZZ_SANDBOX_HIDE=$root")
 fi
 
 # Where every program runs in a PID namespace of its own, the kernel ends
@@ -212,6 +365,8 @@ for lesson in "${lessons[@]}"; do
     fi
     built[$lesson]=$(find "$build_dir/tests/test_$lesson" "$build_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
 done
+check_room "after the builds"
+build_before=$(build_fingerprint)
 
 for lesson in "${lessons[@]}"; do
     [ -n "${built[$lesson]:-}" ] || continue
@@ -227,25 +382,25 @@ for lesson in "${lessons[@]}"; do
     lesson_memory=$memory_kib
     [[ " ${ZZ_CUDA_LESSONS:-} " == *" $lesson "* ]] && lesson_memory=unlimited
     lesson_start=$SECONDS
-    # The lesson's temporary files go to a folder of its own, removed
-    # afterwards however its test program ended (even at the wall limit).
-    lesson_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zz-grade-XXXXXX") || exit 2
     # The runner sends its verdicts, one line a test as each ends, to
     # descriptor 3: a pipe into this script, which no program it runs holds.
+    # Its tests get a /tmp of their own (--private-tmp), gone when it ends;
+    # where none can be had, TMPDIR, this grading's build folder.
     output=$( {
         (
             ulimit -t "$cpu_seconds" -v "$lesson_memory" -f "$file_kib"
             [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
             exec timeout --kill-after=10 "$wall_seconds" \
-                env TMPDIR="$lesson_tmp" ZZ_BUILD_DIR="$root/$build_dir" "${sandbox_env[@]}" "$binary" \
+                env ZZ_BUILD_DIR="$root/$build_dir" "${sandbox_env[@]}" \
+                ${sandbox_env:+"ZZ_SANDBOX_SHOW=$root/$build_dir/$lesson"} "$binary" \
                 --title "lesson $lesson" --mode student --results-fd 3 \
+                --private-tmp "$tmp_mib" \
                 3>&1 > "$work/$lesson.log" 2>&1 < /dev/null
         )
         echo "ended $?"
     } )
     status=${output##*ended }
     verdicts[$lesson]=${output%ended*}
-    rm -rf "$lesson_tmp"
     seconds=$((SECONDS - lesson_start))
     case "$status" in
         0|1) ;;
@@ -263,7 +418,23 @@ for lesson in "${lessons[@]}"; do
         echo "grade: lesson $lesson: ${endings[$lesson]}"
     fi
     $namespaces || "$grade_tool" --sweep "$root/$build_dir"
+    # What the tests left in the build folder's temporary folder (where
+    # they had no /tmp of their own) goes before the next lesson's.
+    refuse_links "$build_dir/tmp"
+    find "$build_dir/tmp" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null
+    check_room "after lesson $lesson's tests"
 done
+
+# Before any score: the files the grading rests on are as they were when
+# its first program ran, and its own folders are still its own.
+refuse_links "$out" "$build_dir" "$src" "$work"
+tree_after=$(tree_fingerprint)
+build_after=$(build_fingerprint)
+if [ "$tree_after" != "$tree_before" ] || [ "$build_after" != "$build_before" ]; then
+    remove_scores
+    echo "grade: files the grading rests on were changed while it ran ($(changed_files "$tree_before"$'\n'"$build_before" "$tree_after"$'\n'"$build_after")): its score cannot be trusted, and none is given. Restore them (git status shows what changed; make builds the rest again), and grade untrusted work with the sandbox." >&2
+    exit 3
+fi
 
 # Only now, with every lesson's tests ended, do the verdicts reach files,
 # over whatever a test may have written there.
@@ -283,18 +454,20 @@ done
 # The scores: written after every test of every lesson has ended, with
 # nothing left of what a test may have written in their place.
 rm -f "$out/results.json" "$out/junit.xml" "$out/results.tap" "$out/scores.txt"
-if [ "$(fingerprint)" != "$grader_files" ]; then
-    echo "grade: the grader's own files (its tool, the manifests) were changed during this grading: its score cannot be trusted, and none is given. Grade untrusted submissions with SANDBOX=1." >&2
-    exit 3
-fi
 grade=("$grade_tool" --lessons "${lessons[*]}" --work "$work"
        --sources "$src")
 if [ -n "$expect" ]; then
     "${grade[@]}" --expect "$expect" ${tally:+--tally "$tally"} \
         --title "broken submission '$(basename "$overlay")' of lesson ${lessons[*]}"
-    exit $?
+    return $?
 fi
 "${grade[@]}" --out "$out" --seconds $((SECONDS - start))
 status=$?
 echo "Results: $out/results.json, $out/junit.xml, $out/results.tap; logs in $work/"
-exit $status
+return $status
+}
+
+# The whole script is read before any of it runs: a grading's code that
+# rewrites this file in place cannot change what the rest of the grading
+# does (bash reads a script as it goes, not before).
+main "$@"; exit $?

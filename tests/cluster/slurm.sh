@@ -156,11 +156,11 @@ roster() {   # roster FOLDER: its roster without the seconds column
 # Each grading in a folder of its own, not build/grade-all. Each array task
 # asks for 5 of a node's 8 CPUs, so the tasks spread over both nodes.
 start=$(date +%s)
-ZZ_GRADE_ALL_OUT=$work/grade-one-at-a-time make -s --no-print-directory grade-all SUBMISSIONS="$submissions" L=02 > "$work/grade-one-at-a-time.log" 2>&1
+ZZ_GRADE_ALL_OUT=$work/grade-one-at-a-time make -s --no-print-directory grade-all SUBMISSIONS="$submissions" L=02 SANDBOX=0 > "$work/grade-one-at-a-time.log" 2>&1
 one_status=$?
 roster "$work/grade-one-at-a-time" > "$work/roster-one-at-a-time.csv"
 middle=$(date +%s)
-ZZ_GRADE_ALL_OUT=$work/grade-slurm GRADE_SLURM_CPUS=5 make -s --no-print-directory grade-all SUBMISSIONS="$submissions" L=02 SLURM=1 JOBS=2 GRADE_SLURM_OPTIONS="--partition=debug --time=00:10:00" > "$work/grade-slurm.log" 2>&1
+ZZ_GRADE_ALL_OUT=$work/grade-slurm GRADE_SLURM_CPUS=5 make -s --no-print-directory grade-all SUBMISSIONS="$submissions" L=02 SANDBOX=0 SLURM=1 JOBS=2 GRADE_SLURM_OPTIONS="--partition=debug --time=00:10:00" > "$work/grade-slurm.log" 2>&1
 array_status=$?
 roster "$work/grade-slurm" > "$work/roster-slurm.csv"
 end=$(date +%s)

@@ -23,6 +23,7 @@
 #endif
 
 #include "producer.h"
+#include "remove_tree.h"
 #include "steps.h"
 #include "timer.h"
 
@@ -159,6 +160,134 @@ static void path_of(char path[PATH_MAX], const char *format, ...)
                   "than %d characters: %s...", PATH_MAX - 1, path);
 }
 
+/* ---- The scratch folder -------------------------------------------------
+ * Every run's files live in folders of the scratch folder, which the code
+ * under test can write (under the sandbox, it is all it can write): it may
+ * replace a folder there with a link, or fill one with links, to make the
+ * harness write, read or remove something else. So the harness reaches
+ * them only through a descriptor of the scratch folder that it has held
+ * since before any run (the runner's, harness_use_scratch), opening each
+ * folder below it and each file in them without following a link
+ * (remove_tree.h). */
+static const char *scratch_path;
+static int scratch_fd = -1;
+
+void harness_use_scratch(const char *path, int fd)
+{
+    scratch_path = path;
+    scratch_fd = fd;
+    setenv("ZZ_SCRATCH", path, 1);
+}
+
+const char *harness_scratch(void)
+{
+    if (scratch_path != NULL)
+        return scratch_path;
+    const char *scratch = getenv("ZZ_SCRATCH");
+    if (scratch == NULL || scratch[0] == '\0')
+        scratch = getenv("TMPDIR");
+    return scratch != NULL && scratch[0] != '\0' ? scratch : "/tmp";
+}
+
+/* The scratch folder's descriptor: the runner's, or (a suite run without
+ * it) the folder harness_scratch names, opened once, before any run. */
+static int scratch_folder(void)
+{
+    if (scratch_fd < 0) {
+        scratch_fd = open(harness_scratch(), O_RDONLY | O_DIRECTORY |
+                          O_CLOEXEC);
+        ck_assert_msg(scratch_fd >= 0, "harness: cannot open the scratch "
+                      "folder %s: %s", harness_scratch(), strerror(errno));
+    }
+    return scratch_fd;
+}
+
+/* A new folder of the scratch folder, named PREFIX and six letters, into
+ * path[HARNESS_PATH]. */
+static void make_run_folder(char path[HARNESS_PATH], const char *prefix)
+{
+    char name[FOLDER_NAME_SIZE];
+    ck_assert_msg(make_folder_at(scratch_folder(), prefix, name) == 0,
+                  "harness: cannot make a folder in the scratch folder %s: "
+                  "%s", harness_scratch(), strerror(errno));
+    int length = snprintf(path, HARNESS_PATH, "%s/%s", harness_scratch(),
+                          name);
+    ck_assert_msg(length > 0 && length < HARNESS_PATH, "harness: the "
+                  "scratch folder's path is too long: %s", harness_scratch());
+}
+
+void harness_out_dir(char path[HARNESS_PATH])
+{
+    make_run_folder(path, "zz-out-");
+}
+
+/* The folder `dir` opened: one inside the scratch folder through the held
+ * descriptor, following no link; any other (a test's own choice, out of
+ * the runs' reach) as it is named. -1 with errno when it cannot be. */
+static int open_run_folder(const char *dir)
+{
+    const char *scratch = harness_scratch();
+    size_t length = strlen(scratch);
+    if (strncmp(dir, scratch, length) == 0 &&
+        (dir[length] == '\0' || dir[length] == '/'))
+        return open_folder_below(scratch_folder(), dir + length);
+    return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* DIR/NAME, which a run wrote, opened for reading: a plain file, never
+ * reached through a link, never a pipe or a device that could block the
+ * test. NULL with errno otherwise. */
+static FILE *open_run_output(const char *dir, const char *name)
+{
+    int folder = open_run_folder(dir);
+    if (folder < 0)
+        return NULL;
+    int fd = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+                    O_CLOEXEC);
+    int error = errno;
+    close(folder);
+    struct stat info;
+    if (fd >= 0 && (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
+        close(fd);
+        fd = -1;
+        error = EINVAL;
+    }
+    FILE *file = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (file == NULL && fd >= 0) {
+        error = errno;
+        close(fd);
+    }
+    errno = error;
+    return file;
+}
+
+/* DIR/NAME made afresh for writing: whatever a run left under that name (a
+ * link, a file linked to another elsewhere) is removed first, never written
+ * through. NULL with errno. */
+static FILE *create_run_input(const char *dir, const char *name)
+{
+    int folder = open_run_folder(dir);
+    if (folder < 0)
+        return NULL;
+    if (unlinkat(folder, name, 0) != 0 && errno != ENOENT) {
+        int error = errno;
+        close(folder);
+        errno = error;
+        return NULL;
+    }
+    int fd = openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+                    O_CLOEXEC, 0666);
+    int error = errno;
+    close(folder);
+    FILE *file = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (file == NULL && fd >= 0) {
+        error = errno;
+        close(fd);
+    }
+    errno = error;
+    return file;
+}
+
 size_t harness_processes(process_info *list, size_t capacity)
 {
     size_t count = 0;
@@ -263,17 +392,18 @@ static bool write_file(const char *path, const char *text)
     return fclose(file) == 0 && ok;
 }
 
-/* Moves the calling process's future children into a new PID namespace;
- * false where that is not allowed. */
-static bool enter_pid_namespace(void)
+/* Moves the calling process into new namespaces of the kinds in `kinds`
+ * (CLONE_NEW...): directly where it may (as root), else inside a user
+ * namespace of its own that maps only its own ids. False where neither is
+ * allowed. */
+static bool unshare_as_ourselves(int kinds)
 {
 #ifdef __linux__
-    if (unshare(CLONE_NEWPID) == 0)
+    if (unshare(kinds) == 0)
         return true;
-    /* Not root: a user namespace first, mapping only our own ids. */
     uid_t uid = getuid();
     gid_t gid = getgid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0)
+    if (unshare(CLONE_NEWUSER | kinds) != 0)
         return false;
     char map[64];
     snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
@@ -282,6 +412,33 @@ static bool enter_pid_namespace(void)
     snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
     return write_file("/proc/self/gid_map", map) && ok;
 #else
+    (void)kinds;
+    return false;
+#endif
+}
+
+/* Moves the calling process's future children into a new PID namespace;
+ * false where that is not allowed. */
+static bool enter_pid_namespace(void)
+{
+#ifdef __linux__
+    return unshare_as_ourselves(CLONE_NEWPID);
+#else
+    return false;
+#endif
+}
+
+bool harness_private_tmp(unsigned long mib)
+{
+#ifdef __linux__
+    char options[64];
+    snprintf(options, sizeof options, "mode=1777,size=%lum", mib);
+    return unshare_as_ourselves(CLONE_NEWNS) &&
+           mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+           mount("zz-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+                 options) == 0;
+#else
+    (void)mib;
     return false;
 #endif
 }
@@ -322,53 +479,154 @@ static void keeper_sweep(void)
 #endif
 }
 
-/* With ZZ_SANDBOX set (make grade SANDBOX=1), the program runs under
+/* What a sandboxed program sees of the system, read-only: the system's
+ * programs and libraries, and of /etc what the loader and the MPI libraries
+ * read (the loader's cache, the alternatives that name mpirun, Open MPI's
+ * settings, how to look up localhost and the user), never /etc whole (it
+ * holds the machine's secrets, which a program could print into a failure
+ * message). /sys: hwloc, which both MPIs use to learn the machine, reads
+ * it. Each is bound only where it exists; one that is a link (/bin ->
+ * usr/bin on a merged /usr) is made the same link. Not /home, /root, /opt,
+ * /srv, /var, /mnt, /media, /tmp or the checkout: there lie the other
+ * checkouts and their solutions/, and the folders of other gradings. */
+static const char *const sandbox_system[] = {
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+    "/etc/alternatives", "/etc/openmpi", "/etc/mpich", "/etc/hwloc",
+    "/etc/OpenCL", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf",
+    "/etc/gai.conf", "/etc/resolv.conf", "/etc/passwd", "/etc/group",
+    "/etc/localtime", NULL
+};
+
+/* The sizes of a sandboxed program's own /tmp and /dev/shm, and of the
+ * /dev/shm every run gets (run_keeper): a program that fills them fills
+ * only them, and they go with it. Honest runs use far less. Open MPI keeps
+ * its session and shared-memory files in the run's folder of the scratch
+ * folder (harness_run_mpi), and its /tmp and /dev/shm stay empty. MPICH
+ * maps its shared memory from /dev/shm, some 4.2 MiB a rank (measured: 8.2
+ * MiB on 2 ranks, 16.5 on 4, the lessons' most, 32.9 on 8): 128 MiB is
+ * room for 30 ranks. Nothing else writes to /tmp (the checks on the
+ * student's files refuse fopen). */
+enum { RUN_SHM_MIB = 128, SANDBOX_TMP_MIB = 64 };
+
+/* Appends `word` to bubblewrap's command in `words` (MAX_SANDBOX_WORDS
+ * long, its last entry kept for the NULL); more words than that are
+ * refused: the program would run without some of them. */
+enum { MAX_SANDBOX_WORDS = 384 };
+static void add_word(char **words, int *count, const char *word,
+                     const char *program)
+{
+    if (*count == MAX_SANDBOX_WORDS - 1) {
+        fprintf(stderr, "harness: %s's command is too long for the sandbox "
+                "(MAX_SANDBOX_WORDS, tests/harness/harness.c)\n", program);
+        _exit(127);
+    }
+    words[(*count)++] = (char *)word;
+}
+
+/* With ZZ_SANDBOX set (make grade's sandbox), the program runs under
  * bubblewrap: as an unprivileged user without capabilities (so it cannot
- * remount anything), in PID, network and IPC namespaces of its own, with
- * the whole file system read-only, the repository (ZZ_SANDBOX_HIDE) hidden
- * but for this grading's build (ZZ_SANDBOX_SHOW), a private /tmp and
- * /dev/shm, and nothing writable but the runner's scratch folder. GPU
- * device nodes are passed through, so CUDA lessons still run. Returns argv
- * itself when there is no sandbox to use. */
+ * remount anything), in PID, network and IPC namespaces of its own, seeing
+ * the system's files above (sandbox_system), read-only; of the checkout
+ * only this grading's programs of the lesson (ZZ_SANDBOX_SHOW), read-only
+ * (the checkout, ZZ_SANDBOX_HIDE, stays hidden even where it lies under
+ * /usr); a /tmp and a /dev/shm of its own, of fixed sizes; and nothing
+ * writable but the runner's scratch folder. bubblewrap's own root and
+ * /dev are made read-only: they are memory without a size. GPU device
+ * nodes are passed through, so CUDA lessons still run. Returns argv itself
+ * when there is no sandbox to use. */
 static char *const *sandboxed(char *const argv[], bool isolated)
 {
-    /* Room for bwrap's own words (35, and three per device node: 83 at
-     * most), the program's and the NULL. More devices or words are
-     * refused: the program would run without some of them. */
-    enum { MAX_DEVICES = 16, MAX_WORDS = 160 };
-    static char *words[MAX_WORDS];
+    enum { MAX_DEVICES = 16, MAX_LINKS = 16 };
+    static char *words[MAX_SANDBOX_WORDS];
     static char devices[MAX_DEVICES]
                        [sizeof "/dev/" + sizeof ((struct dirent *)0)->d_name];
+    static char links[MAX_LINKS][PATH_MAX];
+    static char tmp_size[32], shm_size[32];
     const char *hide = getenv("ZZ_SANDBOX_HIDE");
     const char *show = getenv("ZZ_SANDBOX_SHOW");
+    const char *program = argv[0];
     if (getenv("ZZ_SANDBOX") == NULL)
         return argv;
+    int n = 0;
     const char *fixed[] = { "bwrap", "--unshare-user", "--uid", "65534",
                             "--gid", "65534", "--unshare-net",
                             "--unshare-ipc", "--cap-drop", "ALL",
-                            "--die-with-parent", "--new-session",
-                            "--ro-bind", "/", "/", "--dev", "/dev",
-                            "--tmpfs", "/tmp", "--tmpfs", "/dev/shm",
-                            NULL };
-    int n = 0;
+                            "--die-with-parent", "--new-session", NULL };
     for (int k = 0; fixed[k] != NULL; k++)
-        words[n++] = (char *)fixed[k];
-    /* In the keeper's PID namespace already, the program stays in it: the
-     * keeper then sees what it leaves running, as without the sandbox, and
-     * the keeper's own /proc comes with the bind of /. */
-    if (!isolated) {
-        words[n++] = "--unshare-pid";
-        words[n++] = "--proc";
-        words[n++] = "/proc";
+        add_word(words, &n, fixed[k], program);
+    int link_count = 0;
+    for (int k = 0; sandbox_system[k] != NULL; k++) {
+        const char *path = sandbox_system[k];
+        struct stat info;
+        if (lstat(path, &info) != 0)
+            continue;
+        if (S_ISLNK(info.st_mode) && link_count < MAX_LINKS) {
+            ssize_t length = readlink(path, links[link_count],
+                                      sizeof links[0] - 1);
+            if (length > 0) {
+                links[link_count][length] = '\0';
+                add_word(words, &n, "--symlink", program);
+                add_word(words, &n, links[link_count++], program);
+                add_word(words, &n, path, program);
+                continue;
+            }
+        }
+        add_word(words, &n, "--ro-bind", program);
+        add_word(words, &n, path, program);
+        add_word(words, &n, path, program);
     }
-    if (hide != NULL) {
-        words[n++] = "--tmpfs";
-        words[n++] = (char *)hide;
+    /* In the keeper's PID namespace already, the program stays in it: the
+     * keeper then sees what it leaves running, as without the sandbox; its
+     * /proc is the keeper's own (run_keeper), bound read-only. */
+    if (isolated) {
+        add_word(words, &n, "--ro-bind", program);
+        add_word(words, &n, "/proc", program);
+        add_word(words, &n, "/proc", program);
+    } else {
+        add_word(words, &n, "--unshare-pid", program);
+        add_word(words, &n, "--proc", program);
+        add_word(words, &n, "/proc", program);
+    }
+    add_word(words, &n, "--dev", program);
+    add_word(words, &n, "/dev", program);
+    snprintf(tmp_size, sizeof tmp_size, "%lu",
+             (unsigned long)SANDBOX_TMP_MIB << 20);
+    snprintf(shm_size, sizeof shm_size, "%lu",
+             (unsigned long)RUN_SHM_MIB << 20);
+    const char *sized[] = { "--size", tmp_size, "--tmpfs", "/tmp",
+                            "--size", shm_size, "--tmpfs", "/dev/shm",
+                            NULL };
+    for (int k = 0; sized[k] != NULL; k++)
+        add_word(words, &n, sized[k], program);
+    /* The checkout needs hiding only where it lies in a folder bound
+     * above (/usr/local/src, say): then an empty folder covers it, made
+     * read-only at the end, like bubblewrap's own root. */
+    bool cover = false;
+    for (int k = 0; hide != NULL && sandbox_system[k] != NULL; k++) {
+        size_t length = strlen(sandbox_system[k]);
+        cover = cover || (strncmp(hide, sandbox_system[k], length) == 0 &&
+                          (hide[length] == '/' || hide[length] == '\0'));
+    }
+    if (cover) {
+        add_word(words, &n, "--tmpfs", program);
+        add_word(words, &n, hide, program);
     }
     if (show != NULL) {
-        words[n++] = "--ro-bind";
-        words[n++] = (char *)show;
-        words[n++] = (char *)show;
+        add_word(words, &n, "--ro-bind", program);
+        add_word(words, &n, show, program);
+        add_word(words, &n, show, program);
+    }
+    /* And the watch every MPI rank starts under (rank_watch.c), given code
+     * of this grading's build. */
+    static char watch[PATH_MAX];
+    const char *build = getenv("ZZ_BUILD_DIR");
+    if (build != NULL && snprintf(watch, sizeof watch, "%s/tests/rank_watch",
+                                  build) < (int)sizeof watch &&
+        access(watch, X_OK) == 0) {
+        add_word(words, &n, "--ro-bind", program);
+        add_word(words, &n, watch, program);
+        add_word(words, &n, watch, program);
     }
     DIR *dev = opendir("/dev");
     struct dirent *entry;
@@ -383,28 +641,25 @@ static char *const *sandboxed(char *const argv[], bool isolated)
             }
             snprintf(devices[device_count], sizeof devices[0], "/dev/%s",
                      entry->d_name);
-            words[n++] = "--dev-bind";
-            words[n++] = devices[device_count];
-            words[n++] = devices[device_count];
+            add_word(words, &n, "--dev-bind", program);
+            add_word(words, &n, devices[device_count], program);
+            add_word(words, &n, devices[device_count], program);
             device_count++;
         }
     if (dev != NULL)
         closedir(dev);
-    words[n++] = "--bind";
-    words[n++] = (char *)harness_scratch();
-    words[n++] = (char *)harness_scratch();
-    words[n++] = "--chdir";
-    words[n++] = (char *)harness_scratch();
-    words[n++] = "--";
-    for (int k = 0; argv[k] != NULL; k++) {
-        if (n == MAX_WORDS - 1) {
-            fprintf(stderr, "harness: %s's command is too long for the "
-                    "sandbox (MAX_WORDS, tests/harness/harness.c)\n",
-                    argv[0]);
-            _exit(127);
-        }
-        words[n++] = argv[k];
+    const char *last[] = { "--bind", harness_scratch(), harness_scratch(),
+                           "--remount-ro", "/dev", "--remount-ro", "/",
+                           "--chdir", harness_scratch(), NULL };
+    for (int k = 0; last[k] != NULL; k++)
+        add_word(words, &n, last[k], program);
+    if (cover) {
+        add_word(words, &n, "--remount-ro", program);
+        add_word(words, &n, hide, program);
     }
+    add_word(words, &n, "--", program);
+    for (int k = 0; argv[k] != NULL; k++)
+        add_word(words, &n, argv[k], program);
     words[n] = NULL;
     return words;
 }
@@ -417,16 +672,20 @@ static _Noreturn void run_keeper(char *const argv[], int report_fd,
         prctl(PR_SET_CHILD_SUBREAPER, 1);
     /* Its own view of /proc, in a mount namespace of its own: the program
      * sees the processes of its run and no other (under the sandbox too,
-     * which binds the file system as the keeper sees it). And its own
-     * /dev/shm, gone with the namespace: what a killed program leaves there
-     * (LLVM's OpenMP runtime registers each process in a file there, and
-     * only a normal exit removes it) is never left on the machine. */
+     * which binds this /proc). And its own /dev/shm, of RUN_SHM_MIB, gone
+     * with the namespace: what a killed program leaves there (LLVM's
+     * OpenMP runtime registers each process in a file there, and only a
+     * normal exit removes it) is never left on the machine, and what fills
+     * it fills only its own. */
     if (isolated && unshare(CLONE_NEWNS) == 0 &&
         mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               NULL);
+        char shm_options[64];
+        snprintf(shm_options, sizeof shm_options, "mode=1777,size=%dm",
+                 (int)RUN_SHM_MIB);
         if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-                  "mode=1777") == 0)
+                  shm_options) == 0)
             setenv("ZZ_PRIVATE_SHM", "1", 1);
     }
     /* If the test dies, the keeper goes too (and with it the namespace). */
@@ -668,30 +927,37 @@ static char *describe_steps(const char *dir, int ranks)
     return text;
 }
 
-/* Removes the run's folder: the steps files, and anything else, which can
- * only be shared-memory files that the run's ranks failed to remove.
- * Returns how many of those there were. */
+/* Removes the run's folder (a folder of the scratch folder's) with
+ * everything in it, through the harness's own descriptor of the scratch
+ * folder (see scratch_folder): the steps files, and anything else, which
+ * can only be shared-memory files that the run's ranks failed to remove.
+ * Returns how many of those there were (files other than the ranks' steps
+ * files, in the folder itself). */
 static int remove_folder(const char *dir, int ranks)
 {
+    const char *name = strrchr(dir, '/') + 1;
     int leftovers = 0;
-    for (int r = 0; r < ranks; r++) {
-        char path[PATH_MAX];
-        path_of(path, "%s/rank-%d", dir, r);
-        unlink(path);
-    }
-    DIR *folder = opendir(dir);
+    int folder = open_folder_below(scratch_folder(), name);
+    DIR *listing = folder >= 0 ? fdopendir(folder) : NULL;
     struct dirent *entry;
-    while (folder != NULL && (entry = readdir(folder)) != NULL) {
-        char path[PATH_MAX];
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+    while (listing != NULL && (entry = readdir(listing)) != NULL) {
+        struct stat info;
+        int rank;
+        char end;
+        if (strcmp(entry->d_name, ".") == 0 ||
+            strcmp(entry->d_name, "..") == 0 ||
+            (sscanf(entry->d_name, "rank-%d%c", &rank, &end) == 1 &&
+             rank >= 0 && rank < ranks) ||
+            fstatat(dirfd(listing), entry->d_name, &info,
+                    AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(info.st_mode))
             continue;
-        path_of(path, "%s/%s", dir, entry->d_name);
-        if (unlink(path) == 0)
-            leftovers++;
+        leftovers++;
     }
-    if (folder != NULL)
-        closedir(folder);
-    rmdir(dir);
+    if (listing != NULL)
+        closedir(listing);
+    else if (folder >= 0)
+        close(folder);
+    remove_tree_at(scratch_folder(), name);
     return leftovers;
 }
 
@@ -816,12 +1082,7 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     char watch_program[PATH_MAX];
     bool watched = harness_outside_measures();
     if (watched) {
-        int made = snprintf(watch_dir, sizeof watch_dir, "%s/zz-watch-XXXXXX",
-                            harness_scratch());
-        ck_assert_msg(made > 0 && made < HARNESS_PATH, "harness: the scratch "
-                      "folder's path is too long: %s", harness_scratch());
-        ck_assert_msg(mkdtemp(watch_dir) != NULL, "harness: mkdtemp %s: %s",
-                      watch_dir, strerror(errno));
+        make_run_folder(watch_dir, "zz-watch-");
         path_of(watch_program, "%s/tests/rank_watch", getenv("ZZ_BUILD_DIR"));
         append_word(argv, &count, MAX_WORDS, watch_program, command);
         append_word(argv, &count, MAX_WORDS, watch_dir, command);
@@ -834,12 +1095,7 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     argv[count] = NULL;
 
     char steps_dir[HARNESS_PATH];
-    int length = snprintf(steps_dir, sizeof steps_dir, "%s/zz-steps-XXXXXX",
-                          harness_scratch());
-    ck_assert_msg(length > 0 && length < HARNESS_PATH, "harness: the "
-                  "scratch folder's path is too long: %s", harness_scratch());
-    ck_assert_msg(mkdtemp(steps_dir) != NULL, "harness: mkdtemp %s: %s",
-                  steps_dir, strerror(errno));
+    make_run_folder(steps_dir, "zz-steps-");
     char steps_setting[HARNESS_PATH + 32], segments_setting[HARNESS_PATH + 64];
     char session_setting[HARNESS_PATH + 32];
     snprintf(steps_setting, sizeof steps_setting, "ZZ_STEPS_DIR=%s",
@@ -938,46 +1194,23 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     return result;
 }
 
-const char *harness_scratch(void)
-{
-    const char *scratch = getenv("ZZ_SCRATCH");
-    if (scratch == NULL || scratch[0] == '\0')
-        scratch = getenv("TMPDIR");
-    return scratch != NULL && scratch[0] != '\0' ? scratch : "/tmp";
-}
-
-void harness_out_dir(char path[HARNESS_PATH])
-{
-    int length = snprintf(path, HARNESS_PATH, "%s/zz-out-XXXXXX",
-                          harness_scratch());
-    ck_assert_msg(length > 0 && length < HARNESS_PATH, "harness: the "
-                  "scratch folder's path is too long: %s", harness_scratch());
-    ck_assert_msg(mkdtemp(path) != NULL, "harness: mkdtemp %s: %s", path,
-                  strerror(errno));
-}
-
 void harness_remove_out_dir(const char *path)
 {
-    DIR *dir = opendir(path);
-    struct dirent *entry;
-    if (dir == NULL)
-        return;
-    while ((entry = readdir(dir)) != NULL) {
-        char file[PATH_MAX];
-        if (entry->d_name[0] == '.')
-            continue;
-        path_of(file, "%s/%s", path, entry->d_name);
-        unlink(file);
-    }
-    closedir(dir);
-    rmdir(path);
+    const char *scratch = harness_scratch();
+    size_t length = strlen(scratch);
+    const char *name = strrchr(path, '/');
+    ck_assert_msg(strncmp(path, scratch, length) == 0 && name != NULL &&
+                  name == path + length, "harness: %s is not a folder of the "
+                  "scratch folder %s: only those are removed", path, scratch);
+    remove_tree_at(scratch_folder(), name + 1);
 }
 
 char *harness_read_report(const char *dir, int rank)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], name[32];
     path_of(path, "%s/rank-%d.txt", dir, rank);
-    FILE *file = fopen(path, "r");
+    snprintf(name, sizeof name, "rank-%d.txt", rank);
+    FILE *file = open_run_output(dir, name);
     ck_assert_msg(file != NULL, "rank %d wrote no report (%s): did it reach "
                   "the end of the program?", rank, path);
     char *text = slurp(file);
@@ -1011,9 +1244,10 @@ int harness_report_values(const char *report, const char *key,
 void harness_read_doubles(const char *dir, const char *name, int rank,
                           double *values, size_t count)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], file_name[PATH_MAX];
     path_of(path, "%s/%s-rank-%d.bin", dir, name, rank);
-    FILE *file = fopen(path, "rb");
+    path_of(file_name, "%s-rank-%d.bin", name, rank);
+    FILE *file = open_run_output(dir, file_name);
     ck_assert_msg(file != NULL, "rank %d wrote no %s (%s)", rank, name, path);
     size_t got = fread(values, sizeof *values, count, file);
     int extra = fgetc(file);
@@ -1218,9 +1452,10 @@ void harness_expect_success(const run_result *result, const char *what)
 void harness_write_input(const char *dir, const char *name,
                          const void *values, size_t size, size_t count)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], file_name[PATH_MAX];
     path_of(path, "%s/%s.bin", dir, name);
-    FILE *file = fopen(path, "wb");
+    path_of(file_name, "%s.bin", name);
+    FILE *file = create_run_input(dir, file_name);
     bool ok = file != NULL &&
               (count == 0 || fwrite(values, size, count, file) == count);
     ck_assert_msg(file != NULL && fclose(file) == 0 && ok, "harness: cannot "
@@ -1278,9 +1513,9 @@ void harness_produce_case(const char *lesson, const char *case_name,
 void harness_read_output(const char *dir, const char *name, void *values,
                          size_t size, size_t count)
 {
-    char path[PATH_MAX];
-    path_of(path, "%s/%s.bin", dir, name);
-    FILE *file = fopen(path, "rb");
+    char file_name[PATH_MAX];
+    path_of(file_name, "%s.bin", name);
+    FILE *file = open_run_output(dir, file_name);
     ck_assert_msg(file != NULL, "the program that runs your code wrote no "
                   "%s: it ended before your code returned (exit() in the "
                   "middle of it?)", name);
@@ -1332,9 +1567,9 @@ watch_report harness_read_watch(const run_result *result, int rank)
     watch_report w = { 0 };
     if (result->watch_dir == NULL)
         return w;
-    char path[PATH_MAX];
-    path_of(path, "%s/watch-rank-%d.txt", result->watch_dir, rank);
-    FILE *file = fopen(path, "r");
+    char name[48];
+    snprintf(name, sizeof name, "watch-rank-%d.txt", rank);
+    FILE *file = open_run_output(result->watch_dir, name);
     if (file == NULL)
         return w;
     w.found = true;

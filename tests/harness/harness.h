@@ -266,12 +266,24 @@ enum { HARNESS_MEMORY_SLACK = 1 << 20 };
 enum { HARNESS_PATH = 512 };
 
 /* The folder for this run's temporary files: the runner's own (ZZ_SCRATCH,
- * removed with everything in it when the runner ends, however its tests
- * ended), else TMPDIR, else /tmp. */
+ * emptied after each test and removed when the runner ends, however its
+ * tests ended), else TMPDIR, else /tmp. */
 const char *harness_scratch(void);
 
-/* A fresh folder for a program's --out (SCRATCH/zz-out-XXXXXX), and its
- * removal with everything in it. */
+/* For the runner: the scratch folder is `path`, open as `fd` (held until
+ * the runner ends). The harness reaches every file of a run there through
+ * it, never through a link a run planted (remove_tree.h). */
+void harness_use_scratch(const char *path, int fd);
+
+/* For the runner: a /tmp of its own for the calling process and all it
+ * starts, a tmpfs of `mib` MiB in a mount namespace of its own (Linux, as
+ * root or where user namespaces are allowed), gone when they have all
+ * ended. False where it cannot be had. */
+bool harness_private_tmp(unsigned long mib);
+
+/* A fresh folder of the scratch folder for a program's --out
+ * (SCRATCH/zz-out-XXXXXX), and its removal with everything in it; neither
+ * follows a link a run left there. */
 void harness_out_dir(char path[HARNESS_PATH]);
 void harness_remove_out_dir(const char *path);
 

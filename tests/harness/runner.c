@@ -13,6 +13,12 @@
  *                    fail, todo, skip
  *   --results-fd N   the same lines to descriptor N, which the grader
  *                    opened; no program the tests start inherits it
+ *   --private-tmp MIB  the tests and all they run get a /tmp of their own,
+ *                    a tmpfs of MIB MiB (scripts/grade.sh asks for it):
+ *                    what fills it fills only this runner's, and it is
+ *                    gone when the runner ends. Where it cannot be had
+ *                    (no mount namespaces), TMPDIR as without it, and one
+ *                    line on standard error says so
  *
  * Every test runs in its own forked process with a time limit (Check's fork
  * mode), so a crash or an endless loop fails that test and the rest go on.
@@ -24,17 +30,21 @@
  * and judge what it wrote.
  *
  * Temporary files of every test go to one folder of this runner's own
- * (ZZ_SCRATCH), removed with everything in it at the end, whatever the
- * tests did. */
+ * (ZZ_SCRATCH), emptied after each test and removed at the end, whatever
+ * the tests did, through a descriptor held since it was made: never
+ * through a link that a program under test put in its place or in it
+ * (remove_tree.h). */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +53,7 @@
 #endif
 
 #include "harness.h"
+#include "remove_tree.h"
 
 typedef enum { MODE_STUDENT, MODE_SOLUTION, MODE_SKELETON } run_mode;
 
@@ -180,44 +191,75 @@ static int write_results(FILE *file, const verdict *verdicts, int count)
     return fclose(file) == 0 ? status : -1;
 }
 
-static int remove_entry(const char *path, const struct stat *info, int type,
-                        struct FTW *where)
-{
-    (void)info, (void)type, (void)where;
-    remove(path);
-    return 0;
-}
-
-/* The scratch folder: made before the tests, removed after them. */
+/* The scratch folder: made before the tests, emptied after each, removed
+ * after them all; its parent (TMPDIR) and it, held open throughout. */
 static char scratch[PATH_MAX];
+static char scratch_name[FOLDER_NAME_SIZE];
+static int scratch_parent = -1, scratch_fd = -1;
 
 static void make_scratch(void)
 {
     const char *tmp = getenv("TMPDIR");
     tmp = tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp";
-    int length = snprintf(scratch, sizeof scratch, "%s/zz-run-XXXXXX", tmp);
+    scratch_parent = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (scratch_parent < 0 ||
+        make_folder_at(scratch_parent, "zz-run-", scratch_name) != 0 ||
+        (scratch_fd = open_folder_below(scratch_parent, scratch_name)) < 0) {
+        fprintf(stderr, "runner: cannot make a scratch folder in %s: %s\n",
+                tmp, strerror(errno));
+        exit(2);
+    }
+    int length = snprintf(scratch, sizeof scratch, "%s/%s", tmp,
+                          scratch_name);
     if (length < 0 || length >= (int)sizeof scratch) {
         fprintf(stderr, "runner: TMPDIR is longer than %d characters: %s\n",
                 (int)(PATH_MAX - sizeof "/zz-run-XXXXXX"), tmp);
         exit(2);
     }
-    if (mkdtemp(scratch) == NULL) {
-        perror("runner: mkdtemp");
-        exit(2);
-    }
-    setenv("ZZ_SCRATCH", scratch, 1);
+    harness_use_scratch(scratch, scratch_fd);
 }
 
+/* Everything in the scratch folder, and, with a /tmp of the runner's own,
+ * everything a program left in that /tmp: one test's files never fill the
+ * room of the next. */
+static void clear_scratch(bool private_tmp)
+{
+    empty_folder(scratch_fd);
+    if (!private_tmp)
+        return;
+    DIR *listing = fdopendir(dup(scratch_parent));
+    struct dirent *entry;
+    while (listing != NULL && (entry = readdir(listing)) != NULL)
+        if (strcmp(entry->d_name, ".") != 0 &&
+            strcmp(entry->d_name, "..") != 0 &&
+            strcmp(entry->d_name, scratch_name) != 0)
+            remove_tree_at(scratch_parent, entry->d_name);
+    if (listing != NULL)
+        closedir(listing);
+}
+
+/* The scratch folder's own entry in TMPDIR goes last: the folder held, if
+ * it is still there; a link put in its place (by a program that could
+ * write TMPDIR) is unlinked, not followed. */
 static void remove_scratch(void)
 {
-    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    struct stat held, named;
+    empty_folder(scratch_fd);
+    if (fstat(scratch_fd, &held) == 0 &&
+        fstatat(scratch_parent, scratch_name, &named,
+                AT_SYMLINK_NOFOLLOW) == 0) {
+        if (named.st_dev == held.st_dev && named.st_ino == held.st_ino)
+            unlinkat(scratch_parent, scratch_name, AT_REMOVEDIR);
+        else if (S_ISLNK(named.st_mode))
+            unlinkat(scratch_parent, scratch_name, 0);
+    }
 }
 
 static void usage(void)
 {
     fprintf(stderr, "usage: runner --title TEXT [--mode student|solution|"
             "skeleton] [--tally FILE] [--results FILE] [--results-fd N] "
-            "[--list] [--limits]\n");
+            "[--private-tmp MIB] [--list] [--limits]\n");
     exit(2);
 }
 
@@ -226,6 +268,7 @@ int main(int argc, char **argv)
     const char *title = "tests", *tally_path = NULL;
     const char *results_path = NULL;
     int results_fd = -1;
+    unsigned long private_tmp_mib = 0;
     bool list_only = false, limits_only = false;
     run_mode mode = MODE_STUDENT;
 
@@ -247,7 +290,12 @@ int main(int argc, char **argv)
             results_path = argv[++k];
         else if (strcmp(argv[k], "--results-fd") == 0 && k + 1 < argc)
             results_fd = atoi(argv[++k]);
-        else if (strcmp(argv[k], "--list") == 0)
+        else if (strcmp(argv[k], "--private-tmp") == 0 && k + 1 < argc) {
+            char *end;
+            private_tmp_mib = strtoul(argv[++k], &end, 10);
+            if (*end != '\0' || private_tmp_mib == 0)
+                usage();
+        } else if (strcmp(argv[k], "--list") == 0)
             list_only = true;
         else if (strcmp(argv[k], "--limits") == 0)
             limits_only = true;
@@ -289,6 +337,18 @@ int main(int argc, char **argv)
             perror("runner: --results-fd");
             return 2;
         }
+    }
+    /* Before PR_SET_DUMPABLE: a user namespace's maps are written through
+     * /proc/self, which that makes root's. */
+    bool private_tmp = false;
+    if (private_tmp_mib > 0) {
+        private_tmp = harness_private_tmp(private_tmp_mib);
+        if (private_tmp)
+            setenv("TMPDIR", "/tmp", 1);
+        else
+            fprintf(stderr, "runner: no /tmp of its own here (no mount "
+                    "namespace): the tests' files go to %s\n",
+                    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     }
 #ifdef __linux__
     /* Processes of the same user cannot read this one's memory or open
@@ -332,6 +392,7 @@ int main(int argc, char **argv)
         harness_begin_test(k);
         srunner_run(runner, NULL, harness_test_name(k), CK_SILENT);
         leftovers += kill_leftovers();
+        clear_scratch(private_tmp);
         int ran = srunner_ntests_run(runner);
         TestResult **results = srunner_results(runner);
         bool *completed = read_completions(completions, count);
