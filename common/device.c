@@ -222,16 +222,19 @@ static void book(size_t bytes, int to_device);
  * destinations of pending copies to the device hold, before anything can
  * read them. Code that may read any block (device_start NULL: a kernel, a
  * collective) finds NaN in every one. A copy, whose device end is
- * [device_start, device_start + bytes), finds NaN in those it overlaps,
- * and the others land now, early: their sources are what they will be at
- * their waits (the caller keeps them unchanged until then), nothing can
- * read their destinations before the arena closes again, and their waits
- * then need no open of their own. So a run of tiles sent up and then
- * waited for one by one costs one open, not one a tile. (Called with the
- * lock held.) */
+ * [device_start, device_start + bytes), finds NaN in those it overlaps;
+ * and when it is the only thing to open the arena, the others land now,
+ * early. That is safe: their sources are what they will be at their
+ * waits (the caller keeps them unchanged until then), only this copy runs
+ * with the arena open until it closes again, and the next kernel to open
+ * it finds NaN there again if they are still pending. Their waits then
+ * need no open of their own: a run of tiles sent up and then waited for
+ * one by one costs one open, not one a tile. (Called with the lock
+ * held.) */
 static void open_arena(const void *device_start, size_t bytes)
 {
-    if (arena.access++ == 0)
+    const bool alone = arena.access++ == 0;
+    if (alone)
         arena_protect(PROT_READ | PROT_WRITE);
     const uintptr_t begin = (uintptr_t)device_start;
     const uintptr_t end = begin + (bytes > 0 ? bytes : 1);
@@ -246,7 +249,7 @@ static void open_arena(const void *device_start, size_t bytes)
         if (seen && p->destination != POISONED) {
             memset(p->dst, 0xff, p->bytes);
             p->destination = POISONED;
-        } else if (!seen && p->destination != LANDED) {
+        } else if (!seen && alone && p->destination != LANDED) {
             memcpy(p->dst, p->src, p->bytes);
             p->destination = LANDED;
             if (!p->booked) {
