@@ -283,11 +283,27 @@ static pthread_t caller_thread;
 static struct sigaction previous_segv, previous_bus;
 static bool handler_installed;
 
+/* The one place the watch changes a page's protection: read-only for the
+ * task's flight, or writable again. 0, or -1 with errno. */
+static int protect_watched_page(unsigned char *page, int protection)
+{
+    return mprotect(page, page_bytes, protection);
+}
+
+/* Makes a watched page writable again; a page that stayed read-only
+ * would fault on every write from now on, so a failure ends the program
+ * (from the fault handler too: write and _exit are safe there). */
 static void give_page_back(unsigned char *page)
 {
-    /* A failure here leaves the page read-only: the next write faults
-     * again, on the same page, and is given back again or reported. */
-    (void)mprotect(page, page_bytes, PROT_READ | PROT_WRITE);
+    if (protect_watched_page(page, PROT_READ | PROT_WRITE) == 0)
+        return;
+    static const char line[] = "train_offload: the host task's watch could "
+                               "not make a page of the master weights "
+                               "writable again (mprotect failed)\n";
+    if (write(STDERR_FILENO, line, sizeof line - 1) < 0) {
+        /* Nothing more to say where stderr is gone. */
+    }
+    _exit(1);
 }
 
 static void chain(const struct sigaction *before, int signal_number,
@@ -377,7 +393,7 @@ static void watch_pages(offload_state *o)
     }
     atomic_store(&watched_count, count);
     for (size_t k = 0; k < count; k++)
-        if (mprotect(watched[k].start, page_bytes, PROT_READ) != 0)
+        if (protect_watched_page(watched[k].start, PROT_READ) != 0)
             offload_fail(o, "host_task_start: mprotect failed for the "
                             "watch of the master weights");
 }
