@@ -161,7 +161,7 @@ static void unlock(void)
         device_check_failed("device", "pthread_mutex_unlock failed");
 }
 
-/* ---- The arena's mapping and protection ---------------------------------- */
+/* ---- The arena's mapping and protection --------------------------------- */
 
 /* The one place the arena's protection changes: PROT_NONE, or PROT_READ |
  * PROT_WRITE, over the whole mapping (books and blocks). */
@@ -325,7 +325,8 @@ static void chain(const struct sigaction *before, int signal_number,
     signal(signal_number, SIG_DFL);
 }
 
-static void arena_fault(int signal_number, siginfo_t *info, void *context)
+static void exit_on_device_touch(int signal_number, siginfo_t *info,
+                                 void *context)
 {
     const uintptr_t at = (uintptr_t)info->si_addr;
     if (!atomic_load(&arena_mapped) || at < (uintptr_t)arena.base ||
@@ -370,7 +371,7 @@ static void install_fault_handler(void)
         return;
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_sigaction = arena_fault;
+    action.sa_sigaction = exit_on_device_touch;
     action.sa_flags = SA_SIGINFO;
     sigemptyset(&action.sa_mask);
     /* Linux says SIGSEGV for a page without access, macOS SIGBUS. */
@@ -381,7 +382,7 @@ static void install_fault_handler(void)
     handler_installed = true;
 }
 
-/* ---- The arena's blocks ---------------------------------------------------- */
+/* ---- The arena's blocks ------------------------------------------------- */
 
 static void *grow(void *table, size_t *room, size_t item)
 {
@@ -585,7 +586,7 @@ void device_access_end(void)
     unlock();
 }
 
-/* ---- Opening and closing ----------------------------------------------------- */
+/* ---- Opening and closing ------------------------------------------------ */
 
 int device_open(const char *backend, size_t capacity, int rank, char *error,
                 size_t error_len)

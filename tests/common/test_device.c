@@ -988,8 +988,8 @@ Suite *lesson_suite(void)
     harness_add(suite, "device: device categories live in the arena",
                 device_categories_live_in_the_arena, 0, 10);
     harness_add(suite, "device: a pending copy changed before its wait "
-                "stops, status 1", a_pending_copy_changed_before_its_wait_stops,
-                0, 10);
+                "stops, status 1",
+                a_pending_copy_changed_before_its_wait_stops, 0, 10);
     harness_add(suite, "device: the cuda backend keeps the same promises",
                 cuda_backend_keeps_the_same_promises, 0, 30);
     return suite;
