@@ -2,6 +2,7 @@
  * in rank order; bf16 contributions travel widened to fp32. */
 #include "collectives.h"
 
+#include "device.h"
 #include "memory_ledger.h"
 #include "partition.h"
 
@@ -245,13 +246,19 @@ static int reduce_scatter(const void *contributions, bool widen, void *own,
     return result;
 }
 
+/* The collectives sum and move their buffers in place, and lesson 07's
+ * are a cpu device's memory: each runs with the device's memory open
+ * (device.h; nothing without a device). */
 int collective_reduce_scatter_f32(const float *contributions, float *own,
                                   size_t total, size_t offset, size_t count,
                                   MPI_Comm comm, char *error,
                                   size_t error_len)
 {
-    return reduce_scatter(contributions, false, own, false, total, offset,
-                          count, comm, error, error_len);
+    device_access_begin();
+    int result = reduce_scatter(contributions, false, own, false, total,
+                                offset, count, comm, error, error_len);
+    device_access_end();
+    return result;
 }
 
 int collective_reduce_scatter_bf16(const bf16 *contributions, bf16 *own,
@@ -259,13 +266,31 @@ int collective_reduce_scatter_bf16(const bf16 *contributions, bf16 *own,
                                    MPI_Comm comm, char *error,
                                    size_t error_len)
 {
-    return reduce_scatter(contributions, true, own, true, total, offset,
-                          count, comm, error, error_len);
+    device_access_begin();
+    int result = reduce_scatter(contributions, true, own, true, total,
+                                offset, count, comm, error, error_len);
+    device_access_end();
+    return result;
 }
+
+static int allgather(const void *own, void *out, MPI_Datatype type,
+                     size_t total, size_t offset, size_t count,
+                     MPI_Comm comm, char *error, size_t error_len);
 
 int collective_allgather(const void *own, void *out, MPI_Datatype type,
                          size_t total, size_t offset, size_t count,
                          MPI_Comm comm, char *error, size_t error_len)
+{
+    device_access_begin();
+    int result = allgather(own, out, type, total, offset, count, comm,
+                           error, error_len);
+    device_access_end();
+    return result;
+}
+
+static int allgather(const void *own, void *out, MPI_Datatype type,
+                     size_t total, size_t offset, size_t count,
+                     MPI_Comm comm, char *error, size_t error_len)
 {
     const char *what = "allgather";
     int rank, ranks;

@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include "device.h"
 #include "steps.h"
 #include "timer.h"
 
@@ -97,9 +98,13 @@ static int depth;
  * request the call started, which enter's call is. */
 static uint64_t entered_received;
 
-/* Counts a call and marks it as the one this rank is inside. */
+/* Counts a call and marks it as the one this rank is inside. MPI reads
+ * and writes the buffers it is given, which may be a cpu device's memory
+ * (lesson 07's collectives run on it): the device's memory is open to it
+ * until the call returns (device.h). */
 static void enter(call_kind kind, uint64_t sent, uint64_t received)
 {
+    device_access_begin();
     entered_received = received;
     ledger[kind].counts.calls++;
     ledger[kind].counts.bytes_sent += sent;
@@ -117,6 +122,7 @@ static int leave(int result)
     if (--depth == 0)
         ledger[inside].counts.seconds += timer_now() - inside_since;
     steps_in_call(NULL);
+    device_access_end();
     return result;
 }
 
@@ -144,6 +150,8 @@ typedef struct {
 
 static open_request *open_requests;
 static size_t open_count, open_capacity;
+/* Whether the open requests hold a cpu device's memory open (opened). */
+static bool requests_hold_device;
 
 /* Ends every rank, after this one's message on stderr. stderr is a pipe
  * that the launcher forwards, and MPI_Abort has the launcher kill every
@@ -165,7 +173,12 @@ static void abort_out_of_memory(const char *what)
     abort_after_message();
 }
 
-/* After a call that started *request: remember it, unless it failed. */
+/* After a call that started *request: remember it, unless it failed.
+ * While any request is open, a cpu device's memory stays open too: MPI
+ * may go on reading or writing the request's buffers in any later MPI
+ * call, and another rank's MPI may read this rank's send buffer directly
+ * (Open MPI's shared-memory transport does) while this rank runs code of
+ * its own. */
 static int opened(call_kind kind, int result, const MPI_Request *request)
 {
     if (result != MPI_SUCCESS || request == NULL ||
@@ -183,7 +196,8 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
     open_requests[open_count].handle = *request;
     open_requests[open_count].kind = kind;
     open_requests[open_count].received = entered_received;
-    open_count++;
+    if (open_count++ == 0)
+        requests_hold_device = device_access_begin();
     return leave(result);
 }
 
@@ -195,7 +209,10 @@ static void closed(MPI_Request handle)
         if (open_requests[k].handle == handle) {
             memmove(&open_requests[k], &open_requests[k + 1],
                     (open_count - k - 1) * sizeof *open_requests);
-            open_count--;
+            if (--open_count == 0 && requests_hold_device) {
+                requests_hold_device = false;
+                device_access_end();
+            }
             return;
         }
 }
@@ -802,6 +819,10 @@ int MPI_Finalize(void)
                 first);
     free(open_requests);
     open_requests = NULL;
+    if (requests_hold_device) {
+        requests_hold_device = false;
+        device_access_end();
+    }
     open_count = open_capacity = 0;
     return PMPI_Finalize();
 }

@@ -1,28 +1,87 @@
 /* The device layer: the cpu backend, and the way to the cuda one.
  *
- * The cpu backend's device memory is the memory ledger's, under its cap:
- * device_alloc is ledger_alloc, so a device's peaks are the ledger's and
- * an allocation past the capacity is refused with the ledger's line. Its
- * copies are memcpy. What makes it a device is the asynchronous copy: it
- * lands only at device_wait, and until then its destination reads NaN, so
- * a program that forgets to wait computes with NaN and sees it at once,
- * where a real GPU would hand it plausible stale numbers some of the time.
+ * The cpu backend's device memory is an arena: one anonymous mapping of
+ * its own, outside the heap, that the memory ledger takes every block of
+ * a device category from while the device is open
+ * (ledger_use_device_memory), so a device's peaks are the ledger's and an
+ * allocation past the capacity is refused with the ledger's line. The
+ * arena is PROT_NONE: host code cannot read or write it, as it cannot a
+ * GPU's memory. It opens (PROT_READ | PROT_WRITE) only while the device
+ * layer copies into or out of it, and while given code that computes on
+ * device memory in place runs between device_access_begin and
+ * device_access_end; the opens nest, counted in arena.access. A touch at
+ * any other time faults, and the fault handler below says which block it
+ * hit and which code was running, and ends the program with status 1.
  *
- * The pending copies form a list, guarded by one lock with the counters.
- * The copies themselves run under the lock too: one copy at a time, as
- * through a GPU's copy engine, and a copy cannot land in a block that
+ * Every change of the arena's mapping goes through three functions:
+ * arena_map (at device_open), arena_unmap (when the device is closed and
+ * its last block freed) and arena_protect (every open and close, the only
+ * one that runs during training). A run-time boundary that forbids
+ * changing the arena's protection from anywhere else needs to allow just
+ * those three.
+ *
+ * The device's books (the bytes copied each way, and how many copies)
+ * live in the arena's first page, as far from host code as the blocks
+ * are. The pending copies are the device's own records, not the callers'
+ * structs: a copy lands, and is booked, as it was started, and
+ * device_wait stops the program if the caller's device_copy no longer
+ * says what the copy was. A copy counts from its start: the books take it
+ * when it lands, and until then device_traffic_total adds the pending
+ * records.
+ *
+ * What makes the arena a device is the asynchronous copy: it lands only
+ * at device_wait, and until then its destination reads NaN, so a program
+ * that forgets to wait computes with NaN and sees it at once, where a real
+ * GPU would hand it plausible stale numbers some of the time. A copy to
+ * the host has its destination, host memory, set to NaN when it starts. A
+ * copy to the device is settled only when the arena next opens, since
+ * nothing can read its destination before then: for a kernel, its
+ * destination becomes NaN; for another copy, it lands early (open_arena
+ * says why that is safe), and its own wait has nothing left to do. A run
+ * of tiles sent up and then waited for costs one pass over their bytes
+ * and one open of the arena.
+ *
+ * The pending copies, the counters and the arena's tables are guarded by
+ * one lock. The copies themselves run under it too: one copy at a time,
+ * as through a GPU's copy engine, and a copy cannot land in a block that
  * another thread is freeing. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include "device.h"
 
 #include "device_cuda.h"
 #include "timer.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* What the books hold: device_traffic's byte and copy counts. */
+typedef struct {
+    uint64_t to_device, to_host, copies_to_device, copies_to_host;
+} device_books;
+
+/* A copy started and not yet waited for, as it was started. */
+typedef struct {
+    device_copy *copy;          /* the caller's struct, which names it */
+    void *dst;
+    const void *src;
+    size_t bytes;
+    int to_device;
+    void *event;                /* cuda: the event recorded after it */
+    /* cpu, to the device: what its destination holds. Nothing can read
+     * it while the arena is closed (UNSEEN); code that may read any block
+     * finds NaN there (POISONED); a copy landed early, when the arena
+     * opened for another copy, holds its source's bytes (LANDED). */
+    enum { UNSEEN, POISONED, LANDED } destination;
+    bool booked;                /* the books have it (landed early) */
+} pending_copy;
 
 static struct {
     bool open;
@@ -31,17 +90,41 @@ static struct {
     size_t capacity;
     int rank;
     const device_cuda_backend *cuda;   /* while the cuda backend is used */
-    device_copy *pending;        /* started, not yet waited for */
-    size_t pending_count;
-    device_traffic traffic;
-    /* cpu: the device blocks now allocated, so that a copy's device end
-     * can be checked to lie inside one (a GPU would refuse, or corrupt
-     * its neighbour, where an arena in the host's heap would corrupt the
-     * heap, far from the mistake). */
-    struct device_block { uintptr_t start; size_t bytes; } *blocks;
-    size_t block_count, block_room;
+    pending_copy *pending;       /* started, not yet waited for */
+    size_t pending_count, pending_room;
+    double waited_to_device, waited_to_host;
+    device_books cuda_books;     /* the books where there is no arena */
 } device;
 static pthread_mutex_t device_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The cpu device's arena. Its tables are the heap's (the fault handler
+ * reads them); its books are its first page. */
+static struct {
+    unsigned char *base;         /* the mapping, NULL when there is none */
+    size_t size;
+    device_books *books;         /* at base */
+    int access;                  /* opens now in force */
+    /* The blocks allocated, and the stretches free between them, each
+     * table in address order (gaps) or in none (blocks). A block's span is
+     * its bytes rounded up to the 64-byte alignment (at least 64). */
+    struct arena_block {
+        uintptr_t start;
+        size_t bytes, span;
+        memory_category category;
+    } *blocks;
+    size_t block_count, block_room;
+    struct arena_gap { uintptr_t start; size_t bytes; } *gaps;
+    size_t gap_count, gap_room;
+} arena;
+/* Whether the arena is mapped: read without the lock by
+ * device_access_begin's fast path and by the fault handler. */
+static atomic_bool arena_mapped;
+
+enum { BLOCK_ALIGNMENT = 64, BOOKS_BYTES = 4096 };
+/* The arena's start, aligned so that the kernel can back it with 2 MiB
+ * pages: an open or a close then changes a few page-table entries, not
+ * one for every 4 KiB. */
+#define ARENA_ALIGNMENT ((size_t)2 << 20)
 
 /* The stand-in for the cuda backend where device_cuda.o is not linked: a
  * weak definition, which that object's own replaces. */
@@ -78,6 +161,433 @@ static void unlock(void)
         device_check_failed("device", "pthread_mutex_unlock failed");
 }
 
+/* ---- The arena's mapping and protection --------------------------------- */
+
+/* The one place the arena's protection changes: PROT_NONE, or PROT_READ |
+ * PROT_WRITE, over the whole mapping (books and blocks). */
+static void arena_protect(int protection)
+{
+    if (mprotect(arena.base, arena.size, protection) != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "mprotect of the cpu device's arena (%zu "
+                 "bytes at %p) failed: %s", arena.size, (void *)arena.base,
+                 strerror(errno));
+        device_check_failed("device", why);
+    }
+}
+
+/* Maps `bytes` of arena, inaccessible, at an address aligned to
+ * ARENA_ALIGNMENT, and asks for large pages: base and size set, or -1
+ * with errno set by mmap. */
+static int arena_map(size_t bytes)
+{
+    const size_t size = (bytes + ARENA_ALIGNMENT - 1) / ARENA_ALIGNMENT *
+                        ARENA_ALIGNMENT;
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_NORESERVE
+    /* Address space, not memory: only pages written are the system's. */
+    flags |= MAP_NORESERVE;
+#endif
+    unsigned char *raw = mmap(NULL, size + ARENA_ALIGNMENT, PROT_NONE, flags,
+                              -1, 0);
+    if (raw == MAP_FAILED)
+        return -1;
+    const uintptr_t aligned = ((uintptr_t)raw + ARENA_ALIGNMENT - 1) /
+                              ARENA_ALIGNMENT * ARENA_ALIGNMENT;
+    const size_t head = aligned - (uintptr_t)raw;
+    const size_t tail = ARENA_ALIGNMENT - head;
+    if ((head > 0 && munmap(raw, head) != 0) ||
+        (tail > 0 && munmap((unsigned char *)aligned + size, tail) != 0))
+        device_check_failed("device", "munmap of the arena's unaligned "
+                            "ends failed");
+#ifdef MADV_HUGEPAGE
+    /* Advice: where large pages are not to be had, small ones do. */
+    (void)madvise((void *)aligned, size, MADV_HUGEPAGE);
+#endif
+    arena.base = (unsigned char *)aligned;
+    arena.size = size;
+    return 0;
+}
+
+static void arena_unmap(void)
+{
+    if (munmap(arena.base, arena.size) != 0)
+        device_check_failed("device", "munmap of the cpu device's arena "
+                            "failed");
+}
+
+static void book(size_t bytes, int to_device);
+
+/* Opens the arena (or counts one more open), and settles what the
+ * destinations of pending copies to the device hold, before anything can
+ * read them. Code that may read any block (device_start NULL: a kernel, a
+ * collective) finds NaN in every one. A copy, whose device end is
+ * [device_start, device_start + bytes), finds NaN in those it overlaps;
+ * and when it is the only thing to open the arena, the others land now,
+ * early. That is safe: their sources are what they will be at their
+ * waits (the caller keeps them unchanged until then), only this copy runs
+ * with the arena open until it closes again, and the next kernel to open
+ * it finds NaN there again if they are still pending. Their waits then
+ * need no open of their own: a run of tiles sent up and then waited for
+ * one by one costs one open, not one a tile. (Called with the lock
+ * held.) */
+static void open_arena(const void *device_start, size_t bytes)
+{
+    const bool alone = arena.access++ == 0;
+    if (alone)
+        arena_protect(PROT_READ | PROT_WRITE);
+    const uintptr_t begin = (uintptr_t)device_start;
+    const uintptr_t end = begin + (bytes > 0 ? bytes : 1);
+    for (size_t k = 0; k < device.pending_count; k++) {
+        pending_copy *p = &device.pending[k];
+        if (!p->to_device)
+            continue;
+        const uintptr_t first = (uintptr_t)p->dst;
+        const bool seen = device_start == NULL ||
+                          (first < end &&
+                           first + (p->bytes > 0 ? p->bytes : 1) > begin);
+        if (seen && p->destination != POISONED) {
+            memset(p->dst, 0xff, p->bytes);
+            p->destination = POISONED;
+        } else if (!seen && alone && p->destination != LANDED) {
+            memcpy(p->dst, p->src, p->bytes);
+            p->destination = LANDED;
+            if (!p->booked) {
+                book(p->bytes, 1);
+                p->booked = true;
+            }
+        }
+    }
+}
+
+static void close_arena(void)
+{
+    if (--arena.access == 0)
+        arena_protect(PROT_NONE);
+}
+
+/* ---- Host code that touches the arena -------------------------------------
+ * The fault handler: a fault inside the arena is host code reading or
+ * writing device memory outside the device layer, and ends the program
+ * with one line; any other fault goes to the handler that was there
+ * before (MPI's, or the system's). */
+
+static struct sigaction previous_segv, previous_bus;
+static bool handler_installed;
+static _Thread_local const char *code_here;  /* device_name_host_code */
+static _Atomic(const char *) code_of_opener;
+static pthread_t opener;
+
+void device_name_host_code(const char *where)
+{
+    code_here = where;
+    if (device.opened_once && pthread_equal(pthread_self(), opener))
+        atomic_store(&code_of_opener, where);
+}
+
+/* What the line says was touched: the block (and where in it), the books,
+ * or memory of the arena that no block holds. */
+static void describe_touch(uintptr_t at, char *what, size_t len)
+{
+    if (at < (uintptr_t)arena.base + BOOKS_BYTES) {
+        snprintf(what, len, "the device's books (its traffic counters), "
+                 "at %p", (void *)at);
+        return;
+    }
+    for (size_t k = 0; k < arena.block_count; k++) {
+        const struct arena_block *b = &arena.blocks[k];
+        if (at >= b->start && at - b->start < b->span) {
+            snprintf(what, len, "byte %zu of a device block of %zu bytes "
+                     "of %s, at %p", (size_t)(at - b->start), b->bytes,
+                     memory_category_name(b->category), (void *)at);
+            return;
+        }
+    }
+    snprintf(what, len, "device memory at %p that no block holds (freed, or "
+             "past a block's end)", (void *)at);
+}
+
+static void chain(const struct sigaction *before, int signal_number,
+                  siginfo_t *info, void *context)
+{
+    if (before->sa_flags & SA_SIGINFO) {
+        if (before->sa_sigaction != NULL) {
+            before->sa_sigaction(signal_number, info, context);
+            return;
+        }
+    } else if (before->sa_handler != SIG_DFL &&
+               before->sa_handler != SIG_IGN) {
+        before->sa_handler(signal_number);
+        return;
+    }
+    /* The system's own action: the faulting access runs again, and ends
+     * the process as it would have without this handler. */
+    signal(signal_number, SIG_DFL);
+}
+
+static void exit_on_device_touch(int signal_number, siginfo_t *info,
+                                 void *context)
+{
+    const uintptr_t at = (uintptr_t)info->si_addr;
+    if (!atomic_load(&arena_mapped) || at < (uintptr_t)arena.base ||
+        at - (uintptr_t)arena.base >= arena.size) {
+        chain(signal_number == SIGBUS ? &previous_bus : &previous_segv,
+              signal_number, info, context);
+        return;
+    }
+    const char *where = code_here != NULL ? code_here
+                                          : atomic_load(&code_of_opener);
+    char rank[32] = "", what[192], line[1024];
+    if (device.rank >= 0)
+        snprintf(rank, sizeof rank, "rank %d: ", device.rank);
+    describe_touch(at, what, sizeof what);
+    int length = snprintf(line, sizeof line, "device: %s%s touched device "
+                          "memory outside the device layer: %s. Device "
+                          "memory is the device's, as a GPU's is: host code "
+                          "moves it with device_copy_to_host and "
+                          "device_copy_to_device (or their _async forms, "
+                          "common/device.h) and never reads or writes it in "
+                          "place; a memcpy, a loop or a function of your own "
+                          "on a device pointer stops here\n", rank,
+                          where != NULL ? where : "host code", what);
+    if (length > 0) {
+        size_t left = (size_t)length < sizeof line ? (size_t)length
+                                                   : sizeof line - 1;
+        const char *next = line;
+        while (left > 0) {
+            ssize_t wrote = write(STDERR_FILENO, next, left);
+            if (wrote <= 0)
+                break;
+            next += wrote;
+            left -= (size_t)wrote;
+        }
+    }
+    _exit(1);
+}
+
+static void install_fault_handler(void)
+{
+    if (handler_installed)
+        return;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = exit_on_device_touch;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    /* Linux says SIGSEGV for a page without access, macOS SIGBUS. */
+    if (sigaction(SIGSEGV, &action, &previous_segv) != 0 ||
+        sigaction(SIGBUS, &action, &previous_bus) != 0)
+        device_check_failed("device_open", "sigaction failed for the "
+                            "arena's fault handler");
+    handler_installed = true;
+}
+
+/* ---- The arena's blocks ------------------------------------------------- */
+
+static void *grow(void *table, size_t *room, size_t item)
+{
+    const size_t more = *room ? 2 * *room : 64;
+    void *grown = realloc(table, more * item);
+    if (grown == NULL)
+        device_check_failed("device", "no memory for the arena's tables");
+    *room = more;
+    return grown;
+}
+
+/* The block that starts at `block`, or NULL. (Lock held.) */
+static struct arena_block *block_at(const void *block)
+{
+    for (size_t k = 0; k < arena.block_count; k++)
+        if (arena.blocks[k].start == (uintptr_t)block)
+            return &arena.blocks[k];
+    return NULL;
+}
+
+/* The first free stretch that fits: its block, or NULL. */
+static void *arena_alloc(memory_category category, size_t bytes)
+{
+    if (bytes > SIZE_MAX - BLOCK_ALIGNMENT)
+        return NULL;
+    size_t span = (bytes + BLOCK_ALIGNMENT - 1) / BLOCK_ALIGNMENT *
+                  BLOCK_ALIGNMENT;
+    if (span == 0)
+        span = BLOCK_ALIGNMENT;
+    lock();
+    size_t k = 0;
+    while (k < arena.gap_count && arena.gaps[k].bytes < span)
+        k++;
+    if (k == arena.gap_count) {
+        unlock();
+        return NULL;
+    }
+    const uintptr_t start = arena.gaps[k].start;
+    arena.gaps[k].start += span;
+    arena.gaps[k].bytes -= span;
+    if (arena.gaps[k].bytes == 0) {
+        memmove(&arena.gaps[k], &arena.gaps[k + 1],
+                (arena.gap_count - k - 1) * sizeof *arena.gaps);
+        arena.gap_count--;
+    }
+    if (arena.block_count == arena.block_room)
+        arena.blocks = grow(arena.blocks, &arena.block_room,
+                            sizeof *arena.blocks);
+    arena.blocks[arena.block_count++] =
+        (struct arena_block){ start, bytes, span, category };
+    unlock();
+    return (void *)start;
+}
+
+static bool arena_find(const void *block, size_t *bytes,
+                       memory_category *category)
+{
+    lock();
+    const struct arena_block *b = block_at(block);
+    if (b != NULL) {
+        *bytes = b->bytes;
+        *category = b->category;
+    }
+    unlock();
+    return b != NULL;
+}
+
+static void forget_arena(void);
+
+/* The block's span goes back among the gaps, joined to its neighbours. */
+static void arena_free(void *block)
+{
+    lock();
+    struct arena_block *b = block_at(block);
+    if (b == NULL) {
+        unlock();
+        device_check_failed("device_free", "not a block of the arena");
+    }
+    const uintptr_t start = b->start;
+    const size_t span = b->span;
+    *b = arena.blocks[--arena.block_count];
+    size_t k = 0;
+    while (k < arena.gap_count && arena.gaps[k].start < start)
+        k++;
+    const bool joins_before = k > 0 && arena.gaps[k - 1].start +
+                                           arena.gaps[k - 1].bytes == start;
+    const bool joins_after = k < arena.gap_count &&
+                             start + span == arena.gaps[k].start;
+    if (joins_before && joins_after) {
+        arena.gaps[k - 1].bytes += span + arena.gaps[k].bytes;
+        memmove(&arena.gaps[k], &arena.gaps[k + 1],
+                (arena.gap_count - k - 1) * sizeof *arena.gaps);
+        arena.gap_count--;
+    } else if (joins_before) {
+        arena.gaps[k - 1].bytes += span;
+    } else if (joins_after) {
+        arena.gaps[k].start = start;
+        arena.gaps[k].bytes += span;
+    } else {
+        if (arena.gap_count == arena.gap_room)
+            arena.gaps = grow(arena.gaps, &arena.gap_room,
+                              sizeof *arena.gaps);
+        memmove(&arena.gaps[k + 1], &arena.gaps[k],
+                (arena.gap_count - k) * sizeof *arena.gaps);
+        arena.gaps[k] = (struct arena_gap){ start, span };
+        arena.gap_count++;
+    }
+    /* A device closed with blocks still allocated kept its arena for
+     * them: the last one gone, the arena goes too. */
+    const bool last_of_closed = !device.open && arena.block_count == 0;
+    unlock();
+    if (last_of_closed)
+        forget_arena();
+}
+
+static const ledger_device_memory arena_memory = { arena_alloc, arena_find,
+                                                   arena_free };
+
+/* Whether [start, start + bytes) touches the arena. */
+static bool in_arena(const void *start, size_t bytes)
+{
+    if (arena.base == NULL)
+        return false;
+    const uintptr_t first = (uintptr_t)start, base = (uintptr_t)arena.base;
+    const uintptr_t last = first + (bytes > 0 ? bytes - 1 : 0);
+    return last >= base && first < base + arena.size;
+}
+
+/* Maps an arena for a device of `capacity` bytes: its books, and room for
+ * blocks of twice the capacity, so that a program whose blocks fit the
+ * capacity never finds the arena too fragmented to place one (what a
+ * block leaves free between others is the cost). 0, or -1 with the line. */
+static int make_arena(size_t capacity, char *error, size_t error_len)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t physical = pages > 0 && page > 0 ? (size_t)pages * (size_t)page
+                                            : (size_t)1 << 34;
+    size_t room = capacity < physical ? capacity : physical;
+    size_t slack = (size_t)4 << 20;
+    /* Twice the room where the address space allows it (ulimit -v), else
+     * the room itself. */
+    if (arena_map(BOOKS_BYTES + 2 * room + slack) != 0 &&
+        arena_map(BOOKS_BYTES + room + slack) != 0) {
+        snprintf(error, error_len, "cpu: no address space for the device's "
+                 "arena of %zu bytes: %s (a smaller --device-memory, or a "
+                 "higher ulimit -v)", BOOKS_BYTES + room + slack,
+                 strerror(errno));
+        return -1;
+    }
+    arena.books = (device_books *)arena.base;
+    arena.access = 0;
+    arena.block_count = 0;
+    arena.gap_count = 0;
+    if (arena.gap_room == 0)
+        arena.gaps = grow(arena.gaps, &arena.gap_room, sizeof *arena.gaps);
+    arena.gaps[arena.gap_count++] = (struct arena_gap){
+        (uintptr_t)arena.base + BOOKS_BYTES, arena.size - BOOKS_BYTES };
+    install_fault_handler();
+    atomic_store(&arena_mapped, true);
+    ledger_use_device_memory(&arena_memory);
+    return 0;
+}
+
+/* The arena of a device closed, its last block freed: unmapped, and the
+ * ledger back on the heap. */
+static void forget_arena(void)
+{
+    ledger_use_device_memory(NULL);
+    atomic_store(&arena_mapped, false);
+    arena_unmap();
+    arena.base = NULL;
+    arena.books = NULL;
+    arena.size = 0;
+}
+
+void device_arena_range(const void **start, size_t *bytes)
+{
+    *start = arena.base;
+    *bytes = arena.size;
+}
+
+bool device_access_begin(void)
+{
+    if (!atomic_load(&arena_mapped))
+        return false;
+    lock();
+    open_arena(NULL, 0);
+    unlock();
+    return true;
+}
+
+void device_access_end(void)
+{
+    if (!atomic_load(&arena_mapped))
+        return;
+    lock();
+    /* An end whose begin found no arena (it came before device_open) has
+     * nothing to close. */
+    if (arena.access > 0)
+        close_arena();
+    unlock();
+}
+
+/* ---- Opening and closing ------------------------------------------------ */
+
 int device_open(const char *backend, size_t capacity, int rank, char *error,
                 size_t error_len)
 {
@@ -101,6 +611,12 @@ int device_open(const char *backend, size_t capacity, int rank, char *error,
                  "give it some bytes (MEMORY_LEDGER_NO_CAP for no limit)");
         return -1;
     }
+    if (arena.base != NULL) {
+        snprintf(error, error_len, "the last cpu device's arena still holds "
+                 "%zu blocks: free them (device_free) before opening "
+                 "another device", arena.block_count);
+        return -1;
+    }
     const device_cuda_backend *cuda = NULL;
     if (chosen == DEVICE_CUDA) {
         cuda = device_cuda_linked();
@@ -111,6 +627,8 @@ int device_open(const char *backend, size_t capacity, int rank, char *error,
         }
         if (cuda->open(capacity, rank, error, error_len) != 0)
             return -1;
+    } else if (make_arena(capacity, error, error_len) != 0) {
+        return -1;
     }
     /* The capacity is the ledger's cap on the device's categories: on the
      * cpu the arena's whole size, on a GPU what this process may take. */
@@ -122,7 +640,9 @@ int device_open(const char *backend, size_t capacity, int rank, char *error,
     device.capacity = capacity;
     device.rank = rank;
     device.cuda = cuda;
-    device.traffic = (device_traffic){ 0 };
+    device.waited_to_device = device.waited_to_host = 0;
+    device.cuda_books = (device_books){ 0 };
+    opener = pthread_self();
     unlock();
     return 0;
 }
@@ -146,11 +666,11 @@ int device_close(char *error, size_t error_len)
         return -1;
     memory_ledger_set_cap(MEMORY_LEDGER_NO_CAP, device.rank);
     lock();
-    free(device.blocks);
-    device.blocks = NULL;
-    device.block_count = device.block_room = 0;
-    unlock();
     device.open = false;
+    const bool empty = arena.base != NULL && arena.block_count == 0;
+    unlock();
+    if (empty)
+        forget_arena();
     return 0;
 }
 
@@ -181,36 +701,8 @@ void *device_alloc(memory_category category, size_t bytes)
                             "memory: use device_host_alloc");
     if (device.cuda != NULL)
         return device.cuda->alloc(category, bytes);
-    void *block = ledger_alloc(category, bytes);
-    if (block == NULL)
-        return NULL;
-    lock();
-    if (device.block_count == device.block_room) {
-        size_t room = device.block_room ? 2 * device.block_room : 64;
-        struct device_block *grown = realloc(device.blocks,
-                                             room * sizeof *grown);
-        if (grown == NULL) {
-            unlock();
-            device_check_failed("device_alloc", "no memory for the list of "
-                                "device blocks");
-        }
-        device.blocks = grown;
-        device.block_room = room;
-    }
-    device.blocks[device.block_count++] =
-        (struct device_block){ (uintptr_t)block, bytes };
-    unlock();
-    return block;
-}
-
-/* Takes a freed block off the list (cpu). (Called with the lock held.) */
-static void forget_block(const void *block)
-{
-    for (size_t k = 0; k < device.block_count; k++)
-        if (device.blocks[k].start == (uintptr_t)block) {
-            device.blocks[k] = device.blocks[--device.block_count];
-            return;
-        }
+    /* The ledger takes it from the arena. */
+    return ledger_alloc(category, bytes);
 }
 
 /* cpu: 0 when [start, start + bytes) lies inside one device block;
@@ -222,18 +714,28 @@ static int check_device_range(const char *function, const char *end,
 {
     if (device.cuda != NULL)
         return 0;
+    /* The block that holds the range's first byte; else one that ends
+     * where the range starts (a range of 0 bytes there, or one that runs
+     * past it). Blocks lie side by side in the arena: the one that starts
+     * at `start` wins over the one that ends there. */
     const uintptr_t first = (uintptr_t)start;
-    for (size_t k = 0; k < device.block_count; k++) {
-        const struct device_block *b = &device.blocks[k];
+    const struct arena_block *block = NULL;
+    for (size_t k = 0; k < arena.block_count; k++) {
+        const struct arena_block *b = &arena.blocks[k];
         if (first < b->start || first - b->start > b->bytes)
             continue;
-        const size_t offset = first - b->start;
-        if (bytes <= b->bytes - offset)
+        block = b;
+        if (first - b->start < b->bytes)
+            break;
+    }
+    if (block != NULL) {
+        const size_t offset = first - block->start;
+        if (bytes <= block->bytes - offset)
             return 0;
         snprintf(error, error_len, "%s: %s, %zu bytes from %zu bytes into "
                  "a device block of %zu, runs %zu bytes past the block's end:"
                  " copy only what the block holds", function, end, bytes,
-                 offset, b->bytes, bytes - (b->bytes - offset));
+                 offset, block->bytes, bytes - (block->bytes - offset));
         return -1;
     }
     snprintf(error, error_len, "%s: %s (%zu bytes) is not in any device "
@@ -245,12 +747,13 @@ static int check_device_range(const char *function, const char *end,
 /* The first pending copy that reads or writes [start, start + bytes), or
  * NULL; `end` says which of its ends lies there. A range of 0 bytes
  * touches the byte its pointer names. (Called with the lock held.) */
-static const device_copy *copy_touching(const void *start, size_t bytes,
-                                        const char **end)
+static const pending_copy *copy_touching(const void *start, size_t bytes,
+                                         const char **end)
 {
     const uintptr_t begin = (uintptr_t)start;
     const uintptr_t finish = begin + (bytes > 0 ? bytes : 1);
-    for (const device_copy *c = device.pending; c != NULL; c = c->next) {
+    for (size_t p = 0; p < device.pending_count; p++) {
+        const pending_copy *c = &device.pending[p];
         const void *const ends[2] = { c->dst, c->src };
         for (int k = 0; k < 2; k++) {
             const uintptr_t first = (uintptr_t)ends[k];
@@ -273,7 +776,7 @@ static void check_no_copy_touches(const char *function, void *block,
     const char *end = NULL;
     char why[320];
     lock();
-    const device_copy *c = copy_touching(block, bytes, &end);
+    const pending_copy *c = copy_touching(block, bytes, &end);
     if (c != NULL)
         snprintf(why, sizeof why, "block %p (%zu bytes) is %s of a pending "
                  "copy of %zu bytes %s, from %p to %p: device_wait for that "
@@ -299,9 +802,6 @@ void device_free(void *block)
         device_check_failed("device_free", "a block of host memory: free it "
                             "with device_host_free");
     check_no_copy_touches("device_free", block, ledger_block_bytes(block));
-    lock();
-    forget_block(block);
-    unlock();
     ledger_free(block);
 }
 
@@ -354,19 +854,29 @@ static int check_copy(const char *function, const void *dst, const void *src,
                                               : "the source",
                                     to_device ? dst : src, bytes, error,
                                     error_len);
+    const void *host_end = to_device ? src : dst;
+    if (status == 0 && in_arena(host_end, bytes)) {
+        snprintf(error, error_len, "%s: %s (%zu bytes) is device memory: a "
+                 "copy goes between device memory and host memory "
+                 "(device_host_alloc)", function,
+                 to_device ? "the source" : "the destination", bytes);
+        status = -1;
+    }
     unlock();
     return status;
 }
 
-/* Counts a copy that starts now. (Called with the lock held.) */
-static void count_copy(size_t bytes, int to_device)
+/* A copy has landed: the books take it. (Lock held; cpu: arena open.) */
+static void book(size_t bytes, int to_device)
 {
+    device_books *books = device.cuda != NULL ? &device.cuda_books
+                                              : arena.books;
     if (to_device) {
-        device.traffic.to_device += bytes;
-        device.traffic.copies_to_device++;
+        books->to_device += bytes;
+        books->copies_to_device++;
     } else {
-        device.traffic.to_host += bytes;
-        device.traffic.copies_to_host++;
+        books->to_host += bytes;
+        books->copies_to_host++;
     }
 }
 
@@ -375,9 +885,9 @@ static void count_copy(size_t bytes, int to_device)
 static void count_waiting(int to_device, double seconds)
 {
     if (to_device)
-        device.traffic.waited_to_device += seconds;
+        device.waited_to_device += seconds;
     else
-        device.traffic.waited_to_host += seconds;
+        device.waited_to_host += seconds;
 }
 
 static int copy_blocking(const char *function, void *dst, const void *src,
@@ -389,13 +899,18 @@ static int copy_blocking(const char *function, void *dst, const void *src,
         return -1;
     const double start = timer_now();
     lock();
-    count_copy(bytes, to_device);
     int status = 0;
-    if (device.cuda != NULL)
+    if (device.cuda != NULL) {
         status = device.cuda->copy(dst, src, bytes, to_device, error,
                                    error_len);
-    else
+        if (status == 0)
+            book(bytes, to_device);
+    } else {
+        open_arena(to_device ? dst : src, bytes);
         memcpy(dst, src, bytes);
+        book(bytes, to_device);
+        close_arena();
+    }
     count_waiting(to_device, timer_now() - start);
     unlock();
     return status;
@@ -415,15 +930,15 @@ int device_copy_to_host(void *host_dst, const void *device_src, size_t bytes,
                          0, error, error_len);
 }
 
-/* Whether `copy` is in the list of pending copies: the list, not the
- * struct's own flag, decides, so that a struct the caller never set up
+/* The record of `copy` among the pending copies, or NULL: the records, not
+ * the struct's own flag, decide, so that a struct the caller never set up
  * cannot pass for a pending one. (Called with the lock held.) */
-static bool is_pending(const device_copy *copy)
+static pending_copy *pending_record(const device_copy *copy)
 {
-    for (const device_copy *c = device.pending; c != NULL; c = c->next)
-        if (c == copy)
-            return true;
-    return false;
+    for (size_t k = 0; k < device.pending_count; k++)
+        if (device.pending[k].copy == copy)
+            return &device.pending[k];
+    return NULL;
 }
 
 static int copy_async(const char *function, void *dst, const void *src,
@@ -438,30 +953,39 @@ static int copy_async(const char *function, void *dst, const void *src,
         return -1;
     }
     lock();
-    if (is_pending(copy)) {
-        unlock();
+    const pending_copy *already = pending_record(copy);
+    if (already != NULL) {
         snprintf(error, error_len, "%s: this device_copy is pending already "
                  "(%zu bytes %s): device_wait for it before starting another "
-                 "with it", function, copy->bytes,
-                 copy->to_device ? "to the device" : "to the host");
+                 "with it", function, already->bytes,
+                 already->to_device ? "to the device" : "to the host");
+        unlock();
         return -1;
     }
     *copy = (device_copy){ .dst = dst, .src = src, .bytes = bytes,
                            .to_device = to_device, .pending = true };
+    pending_copy record = { .copy = copy, .dst = dst, .src = src,
+                            .bytes = bytes, .to_device = to_device };
     if (device.cuda != NULL) {
         if (device.cuda->copy_async(copy, error, error_len) != 0) {
             unlock();
             copy->pending = false;
             return -1;
         }
-    } else {
-        /* Every byte 0xff: NaN in fp32 and in bf16, until the wait. */
+        record.event = copy->event;
+    } else if (!to_device) {
+        /* Host memory: NaN until the wait, from now on. */
         memset(dst, 0xff, bytes);
+    } else if (arena.access > 0) {
+        /* The arena is open (given code computes on another thread): its
+         * destination reads NaN from now on. */
+        memset(dst, 0xff, bytes);
+        record.destination = POISONED;
     }
-    count_copy(bytes, to_device);
-    copy->next = device.pending;
-    device.pending = copy;
-    device.pending_count++;
+    if (device.pending_count == device.pending_room)
+        device.pending = grow(device.pending, &device.pending_room,
+                              sizeof *device.pending);
+    device.pending[device.pending_count++] = record;
     unlock();
     return 0;
 }
@@ -482,6 +1006,28 @@ int device_copy_to_host_async(void *host_dst, const void *device_src,
                       bytes, 0, copy, error, error_len);
 }
 
+/* Stops the program when the caller's struct no longer says what its copy
+ * was: the device lands what was started, and a struct changed under a
+ * pending copy is a bug (or a way to move bytes the books never saw). */
+static void check_unchanged(const device_copy *copy, const pending_copy *p)
+{
+    const char *field = copy->dst != p->dst ? "dst"
+                        : copy->src != p->src ? "src"
+                        : copy->bytes != p->bytes ? "bytes"
+                        : copy->to_device != p->to_device ? "to_device"
+                                                          : NULL;
+    if (field == NULL)
+        return;
+    char why[320];
+    snprintf(why, sizeof why, "the device_copy of a pending copy of %zu "
+             "bytes %s was changed (its %s) between its start and its wait: "
+             "the device copies what was started; leave the struct alone "
+             "until device_wait returns", p->bytes,
+             p->to_device ? "to the device" : "to the host", field);
+    unlock();
+    device_check_failed("device_wait", why);
+}
+
 int device_wait(device_copy *copy, char *error, size_t error_len)
 {
     if (copy == NULL) {
@@ -489,26 +1035,33 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         return -1;
     }
     lock();
-    if (!is_pending(copy)) {
+    pending_copy *record = pending_record(copy);
+    if (record == NULL) {
         unlock();
         snprintf(error, error_len, "device_wait: this copy is not pending "
                  "(never started, or waited for already)");
         return -1;
     }
+    check_unchanged(copy, record);
+    const pending_copy p = *record;
+    /* Off the list first: opening the arena below must not make this
+     * copy's own destination NaN. */
+    *record = device.pending[--device.pending_count];
     int status = 0;
     const double start = timer_now();
-    if (device.cuda != NULL)
+    if (device.cuda != NULL) {
+        copy->event = p.event;
         status = device.cuda->wait(copy, error, error_len);
-    else
-        memcpy(copy->dst, copy->src, copy->bytes);
-    count_waiting(copy->to_device, timer_now() - start);
-    device_copy **link = &device.pending;
-    while (*link != copy)
-        link = &(*link)->next;
-    *link = copy->next;
-    copy->next = NULL;
+        book(p.bytes, p.to_device);
+    } else if (p.destination != LANDED) {
+        open_arena(p.to_device ? p.dst : p.src, p.bytes);
+        memcpy(p.dst, p.src, p.bytes);
+        if (!p.booked)
+            book(p.bytes, p.to_device);
+        close_arena();
+    }
+    count_waiting(p.to_device, timer_now() - start);
     copy->pending = false;
-    device.pending_count--;
     unlock();
     return status;
 }
@@ -521,10 +1074,51 @@ size_t device_pending_copies(void)
     return pending;
 }
 
+/* The bytes and counts of the pending copies the books do not have yet.
+ * (Lock held.) */
+static device_books pending_books(void)
+{
+    device_books sum = { 0 };
+    for (size_t k = 0; k < device.pending_count; k++) {
+        if (device.pending[k].booked)
+            continue;
+        if (device.pending[k].to_device) {
+            sum.to_device += device.pending[k].bytes;
+            sum.copies_to_device++;
+        } else {
+            sum.to_host += device.pending[k].bytes;
+            sum.copies_to_host++;
+        }
+    }
+    return sum;
+}
+
+/* The books, read with the arena open. (Lock held.) */
+static device_books read_books(void)
+{
+    if (arena.books == NULL || device.cuda != NULL)
+        return device.cuda_books;
+    open_arena(arena.base, 1);
+    const device_books books = *arena.books;
+    close_arena();
+    return books;
+}
+
 device_traffic device_traffic_total(void)
 {
     lock();
-    const device_traffic traffic = device.traffic;
+    /* The books first: opening the arena to read them may book pending
+     * copies (open_arena). */
+    const device_books books = read_books();
+    const device_books pending = pending_books();
+    const device_traffic traffic = {
+        .to_device = books.to_device + pending.to_device,
+        .to_host = books.to_host + pending.to_host,
+        .copies_to_device = books.copies_to_device + pending.copies_to_device,
+        .copies_to_host = books.copies_to_host + pending.copies_to_host,
+        .waited_to_device = device.waited_to_device,
+        .waited_to_host = device.waited_to_host,
+    };
     unlock();
     return traffic;
 }
@@ -532,6 +1126,23 @@ device_traffic device_traffic_total(void)
 void device_traffic_reset(void)
 {
     lock();
-    device.traffic = (device_traffic){ 0 };
+    const bool in_arena_books = arena.books != NULL && device.cuda == NULL;
+    if (in_arena_books)
+        open_arena(arena.base, 1);
+    /* The copies pending now, and not booked yet, were counted before the
+     * reset: the books start below zero by their bytes (modulo 2^64), and
+     * reach it again when they land. (Read after the open, which may have
+     * booked some.) */
+    const device_books pending = pending_books();
+    const device_books books = { 0 - pending.to_device, 0 - pending.to_host,
+                                 0 - pending.copies_to_device,
+                                 0 - pending.copies_to_host };
+    if (in_arena_books) {
+        *arena.books = books;
+        close_arena();
+    } else {
+        device.cuda_books = books;
+    }
+    device.waited_to_device = device.waited_to_host = 0;
     unlock();
 }

@@ -12,12 +12,21 @@
  *         process's own memory that behaves like a small GPU. Its
  *         capacity is the memory ledger's cap (memory_ledger.h): an
  *         allocation past it fails with the ledger's line, "rank R: device
- *         out of memory: asked X for CATEGORY, free Y of Z". Kernels are
- *         the ordinary CPU code, run on device pointers (which are host
- *         addresses). Copies are real copies; an asynchronous copy lands
- *         only at its device_wait: until then its destination holds NaN
- *         (every byte 0xff: a NaN in fp32 and in bf16), so code that reads
- *         it too early sees NaN instead of a plausible stale value.
+ *         out of memory: asked X for CATEGORY, free Y of Z". While it is
+ *         open, every block of a device category comes from the arena
+ *         (device_alloc's, and ledger_alloc's: lesson 06's buckets, the
+ *         model's activations). The arena is a mapping of its own that
+ *         host code cannot read or write, as it cannot a GPU's memory:
+ *         only the device layer's copies, and the given code that
+ *         computes on device memory in place (the model's layers, the
+ *         collectives, MPI calls; device_access_begin below), reach it.
+ *         Anything else that touches it (a memcpy from a device pointer,
+ *         a loop over one) stops the program with one line that names
+ *         the block it touched and the code that was running, status 1.
+ *         Copies are real copies; an asynchronous copy lands only at its
+ *         device_wait: until then its destination holds NaN (every byte
+ *         0xff: a NaN in fp32 and in bf16), so code that reads it too
+ *         early sees NaN instead of a plausible stale value.
  *   cuda  a GPU, through the CUDA runtime (cudaMalloc, pinned host memory,
  *         a stream for copies, events to wait on). Opened only where the
  *         toolkit was built with nvcc and a device is present; otherwise
@@ -26,7 +35,11 @@
  * One device per process (the ledgers are per process too). The counters
  * and the pending copies are guarded by a lock: a thread may start and
  * wait for copies while another computes. Allocation is not
- * (ledger_alloc is not): allocate from one thread. */
+ * (ledger_alloc is not): allocate from one thread. The counters and the
+ * pending copies are the device's own: the counters lie in the arena
+ * (cpu), out of host code's reach like its blocks, and a pending copy is
+ * landed and counted as it was started, whatever its device_copy says
+ * meanwhile. */
 #ifndef ZZ_DEVICE_H
 #define ZZ_DEVICE_H
 
@@ -52,14 +65,16 @@ typedef enum { DEVICE_CPU, DEVICE_CUDA } device_backend;
  * The rules below that a correct program cannot break (device memory
  * from device_alloc only, host memory from device_host_alloc only, a
  * device open before allocating or copying, no block freed under a
- * pending copy) are checked: breaking one stops the program with one line
- * on stderr, "FUNCTION: what was wrong", and exit status 1. */
+ * pending copy, a pending copy's device_copy left as it was started) are
+ * checked: breaking one stops the program with one line on stderr,
+ * "FUNCTION: what was wrong", and exit status 1. */
 int device_open(const char *backend, size_t capacity, int rank, char *error,
                 size_t error_len);
 
 /* Frees nothing the caller allocated, and removes the cap; fails (returns
  * -1, with a line, the device still open) if copies are still pending,
- * which would be a bug in the caller. */
+ * which would be a bug in the caller. (cpu: blocks still allocated keep
+ * the arena until they are freed with device_free or ledger_free.) */
 int device_close(char *error, size_t error_len);
 
 device_backend device_backend_in_use(void);
@@ -90,7 +105,8 @@ void *device_host_alloc(memory_category category, size_t bytes);
 void device_host_free(void *block);
 
 /* Blocking copies: when they return 0, dst holds src's bytes. -1 with a
- * line in `error`: a NULL pointer, or (cuda) a failed copy. */
+ * line in `error`: a NULL pointer, a device end outside every device
+ * block, a host end in device memory, or (cuda) a failed copy. */
 int device_copy_to_device(void *device_dst, const void *host_src,
                           size_t bytes, char *error, size_t error_len);
 int device_copy_to_host(void *host_dst, const void *device_src,
@@ -98,7 +114,9 @@ int device_copy_to_host(void *host_dst, const void *device_src,
 
 /* An asynchronous copy, started by one of the two functions below and
  * finished by device_wait. The caller owns the struct and keeps it (and
- * both ends of the copy) alive and unchanged until the wait. */
+ * both ends of the copy) alive and unchanged until the wait: the device
+ * keeps its own record of each pending copy, and device_wait stops the
+ * program if the struct no longer says what the copy was. */
 typedef struct device_copy {
     void *dst;
     const void *src;
@@ -106,7 +124,6 @@ typedef struct device_copy {
     int to_device;              /* 1: host to device, 0: device to host */
     bool pending;
     void *event;                /* cuda: the event recorded after it */
-    struct device_copy *next;   /* the device's list of pending copies */
 } device_copy;
 
 /* Starts a copy and returns at once; dst is NaN (cpu) or undefined (cuda)
@@ -122,8 +139,10 @@ int device_copy_to_host_async(void *host_dst, const void *device_src,
                               size_t error_len);
 
 /* Waits until the copy has landed; then dst holds src's bytes as they
- * were when the copy started (cpu: as they are now; keep src unchanged).
- * Waiting for a copy that is not pending is an error (-1). */
+ * were when the copy started (cpu: as they were when the device copied
+ * them, at this wait or, for a copy to the device, earlier, when the
+ * device opened its memory for another copy; keep src unchanged until
+ * the wait). Waiting for a copy that is not pending is an error (-1). */
 int device_wait(device_copy *copy, char *error, size_t error_len);
 
 /* How many copies are pending now. */
@@ -142,5 +161,33 @@ typedef struct {
 
 device_traffic device_traffic_total(void);
 void device_traffic_reset(void);
+
+/* ---- For given code only (tests/symbols refuses these in a student's file)
+ *
+ * Given code that computes on device memory in place runs between
+ * device_access_begin and device_access_end: the model's layer steps (the
+ * drivers), the collectives (collectives.c), every MPI call and every MPI
+ * request still in flight (comm_ledger.c: MPI reads and writes the
+ * buffers it is given, device memory or not, and another rank's MPI may
+ * read this rank's buffers while a request is open). The pairs nest, on
+ * any thread; while any is open the arena can be read and written by
+ * every thread of the process (the protection is the process's, not a
+ * thread's). Nothing without a cpu device. device_access_begin returns
+ * whether it opened anything: a section that may outlive the device (or
+ * begin before it) calls device_access_end only when it did. */
+bool device_access_begin(void);
+void device_access_end(void);
+
+/* Names the host code that this thread runs from now on, for the line
+ * that stops a program whose host code touched device memory:
+ * "offload_update (lessons/07-offload/offload.c, TODOs 5-6)"; NULL for
+ * none. A thread that names nothing is said to run what the thread that
+ * opened the device named last. The string must outlive the naming. */
+void device_name_host_code(const char *where);
+
+/* The arena's address range, [*start, *start + *bytes), or *bytes = 0
+ * where there is none (cuda, no device): for given code that must tell
+ * device memory from host memory. */
+void device_arena_range(const void **start, size_t *bytes);
 
 #endif

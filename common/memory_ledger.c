@@ -50,6 +50,7 @@ static size_t current_total[SIDES], peak_total[SIDES];
 static size_t cap = MEMORY_LEDGER_NO_CAP;
 static int cap_rank = -1;
 static char last_error[256];
+static const ledger_device_memory *device_memory;
 
 static const char *const names[] = {
     "matrix", "vector", "parameters", "gradients", "optimizer",
@@ -130,6 +131,16 @@ void *ledger_alloc(memory_category category, size_t bytes)
      * system's memory. */
     if (!fits_cap(category, bytes))
         return NULL;
+    if (device_memory != NULL && side_of(category) == DEVICE_SIDE) {
+        void *block = device_memory->alloc(category, bytes);
+        if (block == NULL) {
+            ledger_refuse_external(category, bytes, "the device's memory "
+                                   "has no free stretch that long");
+            return NULL;
+        }
+        count(category, bytes);
+        return block;
+    }
     void *raw = NULL;
     if (bytes > SIZE_MAX - ALIGNMENT ||
         posix_memalign(&raw, ALIGNMENT, ALIGNMENT + bytes) != 0) {
@@ -167,6 +178,14 @@ void ledger_free(void *block)
 {
     if (block == NULL)
         return;
+    size_t bytes;
+    memory_category category;
+    if (device_memory != NULL &&
+        device_memory->find(block, &bytes, &category)) {
+        uncount(category, bytes);
+        device_memory->free(block);
+        return;
+    }
     block_header *header = (block_header *)((char *)block - ALIGNMENT);
     uncount(header->category, header->bytes);
     free(header);
@@ -179,12 +198,27 @@ static const block_header *header_of(const void *block)
 
 size_t ledger_block_bytes(const void *block)
 {
+    size_t bytes;
+    memory_category category;
+    if (device_memory != NULL &&
+        device_memory->find(block, &bytes, &category))
+        return bytes;
     return header_of(block)->bytes;
 }
 
 memory_category ledger_block_category(const void *block)
 {
+    size_t bytes;
+    memory_category category;
+    if (device_memory != NULL &&
+        device_memory->find(block, &bytes, &category))
+        return category;
     return header_of(block)->category;
+}
+
+void ledger_use_device_memory(const ledger_device_memory *memory)
+{
+    device_memory = memory;
 }
 
 int ledger_count_external(memory_category category, size_t bytes)

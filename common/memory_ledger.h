@@ -65,6 +65,21 @@ void ledger_free(void *block);
 size_t ledger_block_bytes(const void *block);
 memory_category ledger_block_category(const void *block);
 
+/* Where the memory of the categories that are not MEMORY_HOST_* comes
+ * from while a device keeps its own (the cpu device's arena, device.c):
+ * ledger_alloc takes those blocks from `alloc` (after the cap has let
+ * them through), and ledger_free, ledger_block_bytes and
+ * ledger_block_category ask `find` first whether a block is one of them.
+ * The blocks have no header in front of them: what the ledger needs to
+ * know of one, `find` says. NULL: the process's heap again. */
+typedef struct {
+    void *(*alloc)(memory_category category, size_t bytes); /* NULL: full */
+    bool (*find)(const void *block, size_t *bytes,
+                 memory_category *category);
+    void (*free)(void *block);
+} ledger_device_memory;
+void ledger_use_device_memory(const ledger_device_memory *memory);
+
 /* Counts `bytes` that live outside the process's memory (a GPU's, which
  * cudaMalloc gives) under `category`, as ledger_alloc would count a
  * block, cap and all, allocating nothing: 0, or -1 with the reason in

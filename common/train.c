@@ -14,6 +14,7 @@
 
 #include "check_mpi.h"
 #include "comm_ledger.h"
+#include "device.h"
 #include "memory_ledger.h"
 #include "progress.h"
 #include "report.h"
@@ -76,16 +77,22 @@ static int gather_samples(const train_setup *setup, const train_steps *plug,
     if (buffers->indices[batch] != SIZE_MAX)
         return failed(error, error_len, 1, "rank %d: %s wrote past its %zu "
                       "indices%s", setup->rank, plug->shard_name, batch, note);
+    for (size_t k = 0; k < batch; k++)
+        if (buffers->indices[k] >= train->count)
+            return failed(error, error_len, 1, "rank %d: %s gave sample %zu "
+                          "of %zu%s", setup->rank, plug->shard_name,
+                          buffers->indices[k], train->count, note);
+    /* The inputs buffer is activations: with a cpu device (lesson 07), the
+     * device's memory, which this copy writes in place as a GPU's input
+     * upload would (device.h). */
+    device_access_begin();
     for (size_t k = 0; k < batch; k++) {
         size_t sample = buffers->indices[k];
-        if (sample >= train->count)
-            return failed(error, error_len, 1, "rank %d: %s gave sample %zu "
-                          "of %zu%s", setup->rank, plug->shard_name, sample,
-                          train->count, note);
         memcpy(&buffers->inputs[k * features],
                &train->inputs[sample * features], features * sizeof(float));
         buffers->labels[k] = train->labels[sample];
     }
+    device_access_end();
     return 0;
 }
 

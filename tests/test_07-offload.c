@@ -868,18 +868,21 @@ static void expect_delayed_weights(const char *out, int ranks,
 }
 
 /* The delayed update overlaps the next step, as observed by given code
- * (offload_state.c's host_task_start and host_task_wait, main.c's check
- * at the start of each step; the report's host_tasks, host_task_runs_
- * changing_master and overlap_in_flight lines):
+ * (offload_state.c's host_task_start, host_task_wait and the task's own
+ * thread, main.c's check at the start of each step; the report's
+ * host_tasks, host_task_runs_changing_master, host_task_caller_changes
+ * and overlap_in_flight lines):
  *   - one host task a delayed update: steps - delay_from started, each
  *     waited for;
  *   - each step after the first delayed one begins with exactly one task
  *     in flight: the previous update, running beside this step's forward
  *     and backward (not waited for within its own update, nor done by the
  *     caller before the step);
- *   - each task changed the master weights between its start and its
- *     wait, on a rank that has some: the task ran the CPU Adam, not a
- *     stand-in while the caller ran it.
+ *   - each task changed the master weights while its function ran, seen
+ *     on its own thread, on a rank that has some;
+ *   - the caller's thread changed them neither before it started the task
+ *     (in the same step) nor while the task was in flight: the CPU Adam
+ *     ran on the task, not on the caller beside a stand-in.
  * The right weights alone do not show this: the same delay applied
  * synchronously gives the same bits, and no overlap. */
 static void expect_overlap(const char *report, int rank, long steps,
@@ -891,11 +894,13 @@ static void expect_overlap(const char *report, int rank, long steps,
         "returns while it runs; the next offload_update (or offload_finish) "
         "waits for it with host_task_wait, then sends its parameters up";
     unsigned long long tasks[2] = { 0, 0 }, changed[2] = { 0, 0 };
-    unsigned long long overlap[2] = { 0, 0 };
+    unsigned long long caller[3] = { 0, 0, 0 }, overlap[2] = { 0, 0 };
     ck_assert_msg(harness_report_values(report, "host_tasks", tasks, 2) == 2 &&
                   harness_report_values(report,
                                         "host_task_runs_changing_master",
                                         changed, 2) == 2 &&
+                  harness_report_values(report, "host_task_caller_changes",
+                                        caller, 3) == 3 &&
                   harness_report_values(report, "overlap_in_flight",
                                         overlap, 2) == 2,
                   "%s: rank %d's report lacks the host tasks' lines", what,
@@ -914,11 +919,23 @@ static void expect_overlap(const char *report, int rank, long steps,
                   "found its host task still in flight: the update did not "
                   "overlap the next step's forward and backward. Hint: %s",
                   what, rank, overlap[1], overlap[0], hint);
+    ck_assert_msg(caller[0] == 0, "%s, rank %d: in %llu of the %llu delayed "
+                  "updates the caller's thread changed the master weights "
+                  "before it started the host task: the CPU Adam (or a part "
+                  "of it) ran on the caller, not on the task. Hint: %s",
+                  what, rank, caller[0], caller[2], hint);
+    ck_assert_msg(caller[1] == 0, "%s, rank %d: in %llu of the %llu delayed "
+                  "updates the caller's thread changed the master weights "
+                  "while the host task was in flight, between "
+                  "host_task_start and host_task_wait: the CPU Adam ran on "
+                  "the caller beside the task, not on it. Hint: %s", what,
+                  rank, caller[1], caller[2], hint);
     ck_assert_msg(changed[0] == changed[1],
                   "%s, rank %d: %llu of the %llu host tasks left the master "
-                  "weights as they found them: the CPU Adam ran outside the "
-                  "task, before or after it. Hint: %s", what, rank,
-                  changed[1] - changed[0], changed[1], hint);
+                  "weights as they found them while their function ran (seen "
+                  "on the task's own thread): the CPU Adam ran outside the "
+                  "task. Hint: %s", what, rank, changed[1] - changed[0],
+                  changed[1], hint);
 }
 
 /* ---- Where the memory lives, and what crosses ---- */

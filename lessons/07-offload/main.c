@@ -139,13 +139,33 @@ static void layer_step_ok(trainer *t, int result)
         fail(t, t->model.error);
 }
 
-static void forward(trainer *t, const float *inputs, size_t batch)
+/* The forward pass and the loss: the model's kernels, run in place on
+ * the device's memory (the parameters, the activations: device.h). */
+static float forward_loss(trainer *t, const float *inputs, size_t batch,
+                          const int *labels, int backward, int *correct)
 {
+    device_access_begin();
     layer_step_ok(t, mlp_set_inputs(&t->model, inputs, batch));
     for (int l = 0; l < t->model.layer_count; l++)
         layer_step_ok(t, mlp_forward_layer_bf16(&t->model, l,
                                                 layer_params(t, l)));
+    const float loss = mlp_loss(&t->model, labels, backward, correct);
+    device_access_end();
+    return loss;
 }
+
+/* Each hook of offload.c runs with its name given to the device layer,
+ * which says it when host code touches device memory. */
+static const char *const hook_backward_done =
+    "offload_backward_done (lessons/07-offload/offload.c, TODO 4, or the "
+    "lesson 06 stage 2 it calls, lessons/06-zero/zero.c)";
+static const char *const hook_update =
+    "offload_update (lessons/07-offload/offload.c, TODOs 5-6, or the CPU "
+    "Adam it calls, cpu_adam.c)";
+static const char *const hook_finish =
+    "offload_finish (lessons/07-offload/offload.c, TODO 6)";
+static const char *const hook_allocate =
+    "offload_allocate (lessons/07-offload/offload.c, TODO 3)";
 
 /* Stops the job on a NaN at step `step`, saying the likelier cause: NaN
  * from one step to the next is a buffer read before its copy had landed
@@ -171,16 +191,19 @@ static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
 /* After an update, every parameter on the device is a number. A NaN one
  * need not reach the loss: a ReLU turns it into 0 (fmaxf(NaN, 0) is 0),
  * and the model trains on as if its weights were gone. The cpu device's
- * memory is the program's own, read here in place; a GPU's copies write
- * no NaN to be found. */
+ * memory is the program's own, read here in place, as a kernel would
+ * (device.h); a GPU's copies write no NaN to be found. */
 static void check_parameters(const trainer *t, long step)
 {
     if (t->config->no_offload || device_backend_in_use() != DEVICE_CPU)
         return;
     const offload_state *o = &t->offload;
-    for (size_t i = 0; i < o->zero.total; i++) {
-        if ((o->device_params[i] & 0x7fffu) <= 0x7f80u)
-            continue;
+    size_t i = 0;
+    device_access_begin();
+    while (i < o->zero.total && (o->device_params[i] & 0x7fffu) <= 0x7f80u)
+        i++;
+    device_access_end();
+    if (i < o->zero.total) {
         int layer = 0;
         while (layer + 1 < o->zero.layer_count &&
                o->zero.layers[layer + 1].begin <= i)
@@ -207,9 +230,10 @@ static float forward_backward(void *context, long step, const float *inputs,
         if (w.started - w.waited == 1)
             t->overlap_in_flight++;
     }
+    if (!t->config->no_offload)
+        host_task_watch_step(&t->offload);
     double start = timer_now();
-    forward(t, inputs, batch);
-    float loss = mlp_loss(&t->model, labels, 1, NULL);
+    float loss = forward_loss(t, inputs, batch, labels, 1, NULL);
     if (isnan(loss)) {
         if (t->model.error[0])
             fail(t, t->model.error);
@@ -228,11 +252,17 @@ static float forward_backward(void *context, long step, const float *inputs,
                                                      grads));
             zero_backward_done(&t->zero, l);
         } else {
+            device_name_host_code(hook_backward_done);
             bf16 *grads = offload_gradient_bucket(&t->offload, l);
+            device_name_host_code(NULL);
+            device_access_begin();
             layer_step_ok(t, mlp_backward_layer_bf16(&t->model, l,
                                                      layer_params(t, l),
                                                      grads));
+            device_access_end();
+            device_name_host_code(hook_backward_done);
             offload_backward_done(&t->offload, l);
+            device_name_host_code(NULL);
         }
         sample_heap(t);
     }
@@ -268,10 +298,14 @@ static void update(void *context, long step)
     if (t->config->no_offload) {
         update_without_offload(&t->zero, step);
     } else {
+        device_name_host_code(hook_update);
         offload_update(&t->offload, step);
         /* The last step's delayed update lands before the accuracy. */
-        if (step + 1 == (long)t->config->steps)
+        if (step + 1 == (long)t->config->steps) {
+            device_name_host_code(hook_finish);
             offload_finish(&t->offload);
+        }
+        device_name_host_code(NULL);
     }
     t->times.update += timer_now() - start;
     const device_traffic copies_after = device_traffic_total();
@@ -299,8 +333,7 @@ static size_t classify(void *context, const float *inputs, const int *labels,
 {
     trainer *t = context;
     int correct = 0;
-    forward(t, inputs, batch);
-    if (isnan(mlp_loss(&t->model, labels, 0, &correct))) {
+    if (isnan(forward_loss(t, inputs, batch, labels, 0, &correct))) {
         if (t->model.error[0])
             fail(t, t->model.error);
         fail_nan(t, (long)t->config->steps, "the loss on the held-out "
@@ -362,8 +395,10 @@ static void report_lines(void *context, FILE *report)
                 z->layers[l].end);
     const host_task_watch w = host_task_watched();
     fprintf(report, "host_tasks %ld %ld\nhost_task_runs_changing_master "
-            "%ld %ld\noverlap_in_flight %ld %ld\n", w.started, w.waited,
-            w.runs_changing_master, w.runs_watched, t->overlap_in_flight,
+            "%ld %ld\nhost_task_caller_changes %ld %ld %ld\n"
+            "overlap_in_flight %ld %ld\n", w.started, w.waited,
+            w.runs_changing_master, w.runs_watched, w.callers_before_start,
+            w.callers_in_flight, w.runs_watched, t->overlap_in_flight,
             t->overlap_checked);
     fprintf(report, "to_host %" PRIu64 "\nto_device %" PRIu64 "\n"
             "copies_to_host %" PRIu64 "\ncopies_to_device %" PRIu64 "\n",
@@ -474,8 +509,10 @@ static void open_device(const run_config *c)
  * and all end with status 2. */
 static void allocate_state(const run_config *c, trainer *t)
 {
+    device_name_host_code(c->no_offload ? NULL : hook_allocate);
     int refused = c->no_offload ? zero_allocate(&t->zero) != 0
                                 : offload_allocate(&t->offload) != 0;
+    device_name_host_code(NULL);
     int any = refused;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX,
                             MPI_COMM_WORLD));
@@ -525,6 +562,11 @@ int main(int argc, char **argv)
     train_generate_or_exit("train_offload", c.samples, c.held_out,
                            c.features, c.classes, c.seed, &train_set, &held);
     open_device(&c);
+    /* Without offload, all of it is lesson 06's given stage 0 on the
+     * device's memory, read and written in place from start to end (no
+     * code of yours runs): the device's memory stays open throughout. */
+    if (c.no_offload)
+        device_access_begin();
     trainer t = { .config = &c };
     char error[256];
     mlp_config shape = { train_set.features, train_set.classes, c.hidden,
@@ -624,6 +666,8 @@ int main(int argc, char **argv)
         offload_destroy(&t.offload);
     mlp_free(&t.model);
     train_data_free(&train_set);
+    if (c.no_offload)
+        device_access_end();
     char close_error[256];
     if (device_close(close_error, sizeof close_error) != 0)
         fprintf(stderr, "train_offload: rank %d: %s\n", c.rank, close_error);

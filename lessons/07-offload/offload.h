@@ -175,16 +175,26 @@ void host_task_start(offload_state *o, host_task *task,
                      void (*run)(void *context), void *context);
 void host_task_wait(offload_state *o, host_task *task);
 
-/* For the driver, which checks the delayed update's overlap with it: how
- * many tasks host_task_start started and host_task_wait waited for, and,
- * of the tasks waited for on a rank with master weights, how many
- * changed them between their start and their wait (the task ran the CPU
- * Adam, not the caller before or after it). Kept by offload_state.c. */
+/* For the driver, which checks the delayed update's overlap with it,
+ * kept by offload_state.c (which says how each is seen): how many tasks
+ * host_task_start started and host_task_wait waited for; of the tasks
+ * waited for on a rank with master weights, how many changed them while
+ * their function ran, seen on the task's own thread; in how many updates
+ * the caller's thread changed them before it started the task; and in
+ * how many it changed them while the task was in flight, between its
+ * start and its wait. An overlapped update is one whose CPU Adam ran on
+ * the task: changing, and no caller's change before or in flight. */
 typedef struct {
     long started, waited;
     long runs_watched, runs_changing_master;
+    long callers_before_start, callers_in_flight;
 } host_task_watch;
 host_task_watch host_task_watched(void);
+
+/* For the driver, at the start of each step: with no task in flight, the
+ * master weights as they are now are what the step's update must leave
+ * alone until it starts its task. */
+void host_task_watch_step(const offload_state *o);
 
 /* For the device layer's results: returns when `result` is 0; otherwise
  * prints o->error and ends the job. */

@@ -2,11 +2,17 @@
  * state, filling it with the initial model, freeing it, a host thread for
  * the delayed update, and stopping the job on an error. You do not need
  * to change this file. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "check_mpi.h"
 #include "device.h"
@@ -142,53 +148,75 @@ cpu_adam_step offload_adam_step(const offload_state *o, long step)
                             1.0f / (float)o->zero.ranks);
 }
 
-/* ---- A host thread for the delayed update ------------------------------ */
-
-/* What host_task_watched reports: file-static, so that the code it
- * watches has no name for it. One task is in flight at a time in this
- * lesson, so one fingerprint is kept, with the sample it was taken on. */
+/* ---- A host thread for the delayed update ------------------------------
+ *
+ * What tells an overlapped update from a synchronous one, which gives the
+ * same bits. In an overlapped update the master weights change while the
+ * host task's function runs, on the task's thread (or the threads it
+ * starts, OpenMP's), and nowhere else: not on the caller's thread before
+ * it starts the task in the same step, and not on the caller's thread
+ * while the task is in flight, from host_task_start to host_task_wait,
+ * whether before the task's function begins, while it runs, or after it
+ * has returned. A synchronous update with a stand-in task breaks one of
+ * these: its CPU Adam ran on the caller before the start, or after it
+ * (beside the stand-in, or once the stand-in had returned), and a
+ * stand-in that changes nothing, or puts back what it changed, leaves the
+ * weights as it found them.
+ *
+ * Given code looks at each of those moments, from where it happens. A
+ * fingerprint of a sample of the master weights is taken
+ *   R  at the start of a step with no task in flight (the driver calls
+ *      host_task_watch_step), and at each task's wait, for the next task;
+ *   S  in host_task_start, on the caller's thread, before the task's
+ *      thread exists;
+ *   B  and E on the task's own thread, just before and just after its
+ *      function runs;
+ *   W  in host_task_wait, on the caller's thread, after the join.
+ * R != S: the caller changed them before starting the task. S != B or
+ * E != W: the caller changed them in flight, around the task's run.
+ * B == E: the task's function did not change them. What fingerprints
+ * cannot see is the caller writing while the task's function runs. For
+ * that, a few whole pages inside the master weights are made read-only at
+ * the start: the first write to each faults, and the handler notes, on
+ * the writing thread, whether it is the caller's thread and whether the
+ * task's function is running, then gives the page back. A page first
+ * written by the caller's thread, or by any thread while the task's
+ * function is not running, is a change in flight.
+ *
+ * Not caught: a caller that leaves the writing to other threads of its
+ * own (OpenMP's, its own thread writing none of the watched pages), or a
+ * task that first writes every page and then waits while the caller's
+ * thread runs the update, or one that copies in results the caller
+ * computed elsewhere (4S bytes of fp32 that the memory checks would have
+ * to miss): deliberate evasions, which the weights, the memory and the
+ * traffic do not betray either.
+ *
+ * The watch's state is file-static, so that the code it watches has no
+ * name for it. One task is in flight at a time in this lesson. */
 static host_task_watch watch;
-static uint64_t master_at_start;
-static size_t sample_first;
 
-/* The fingerprint looks at a sample of the slice, not all of it: hashed
- * whole, 3.2 million master weights took some 10 ms twice a step on the
- * main thread, more than the CPU Adam it watches. An update changes
- * (nearly) every master weight, so a sample of this many tells whether a
- * task updated them as surely as the whole slice does; the sample's
- * first element is drawn afresh for each task. */
-enum { MASTER_SAMPLE = 1024 };
+/* The fingerprint's sample: SAMPLE_RUNS runs of RUN consecutive master
+ * weights (one 64-byte line each), evenly spaced from a first element
+ * drawn afresh for each task. Hashed whole, 3.2 million master weights
+ * took some 10 ms twice a step on the main thread, more than the CPU Adam
+ * they watch; 128 lines cost one cache miss each. An update changes
+ * (nearly) every master weight, so the sample tells whether one ran, and
+ * a caller that updated a part of the slice (a tenth of it) is in the
+ * sample but for a chance of one in 10^5. */
+enum { SAMPLE_RUNS = 128, RUN = 16 };
+static const float *sampled_master;    /* the slice the watch looks at */
+static size_t sampled_count, sample_first, sample_stride;
 
-/* Every sample_stride(o)-th element from sample_first is in the sample. */
-static size_t sample_stride(const offload_state *o)
+static rng_t draws;
+static bool draws_seeded;
+
+static uint64_t draw(uint64_t below)
 {
-    return o->own_count > MASTER_SAMPLE ? o->own_count / MASTER_SAMPLE : 1;
-}
-
-/* Draws the sample's first element for the next task. */
-static void draw_sample(const offload_state *o)
-{
-    static rng_t draws;
-    static bool seeded;
-    if (!seeded) {
+    if (!draws_seeded) {
         draws = rng_seeded((uint64_t)(timer_now() * 1e9));
-        seeded = true;
+        draws_seeded = true;
     }
-    sample_first = (size_t)(rng_next_u64(&draws) % sample_stride(o));
-}
-
-/* FNV-1a over the bytes of the sample's master weights: an update of a
- * sampled element changes it, but for a collision of one in 2^64. */
-static uint64_t master_fingerprint(const offload_state *o)
-{
-    const size_t stride = sample_stride(o);
-    uint64_t hash = 14695981039346656037ull;
-    for (size_t i = sample_first; i < o->own_count; i += stride) {
-        const unsigned char *bytes = (const unsigned char *)&o->master[i];
-        for (size_t k = 0; k < sizeof *o->master; k++)
-            hash = (hash ^ bytes[k]) * 1099511628211ull;
-    }
-    return hash;
+    return below > 0 ? rng_next_u64(&draws) % below : 0;
 }
 
 /* Whether the slice has master weights to watch: none on a rank whose
@@ -198,19 +226,227 @@ static bool master_watchable(const offload_state *o)
     return o->master != NULL && o->own_count > 0;
 }
 
+/* Draws the sample for the next task, on o's slice. */
+static void draw_sample(const offload_state *o)
+{
+    sampled_master = o->master;
+    sampled_count = o->own_count;
+    const size_t runs = sampled_count / RUN < SAMPLE_RUNS
+                            ? sampled_count / RUN : SAMPLE_RUNS;
+    if (runs == 0) {
+        /* Fewer weights than a run: all of them. */
+        sample_first = 0;
+        sample_stride = RUN;
+        return;
+    }
+    sample_stride = sampled_count / runs;
+    sample_first = (size_t)draw(sample_stride - RUN + 1);
+}
+
+/* FNV-1a over the 32-bit words of the sample: a change of a sampled
+ * weight changes it, but for a collision of one in 2^64. */
+static uint64_t master_fingerprint(void)
+{
+    uint64_t hash = 14695981039346656037ull;
+    for (size_t run = sample_first; run < sampled_count;
+         run += sample_stride) {
+        const size_t end = sampled_count - run < RUN ? sampled_count
+                                                     : run + RUN;
+        for (size_t i = run; i < end; i++) {
+            uint32_t word;
+            memcpy(&word, &sampled_master[i], sizeof word);
+            hash = (hash ^ word) * 1099511628211ull;
+        }
+    }
+    return hash;
+}
+
+/* The fingerprints of the task in flight (and R, for the next). B and E
+ * are written on the task's thread; the join orders them before the
+ * caller reads them. */
+static uint64_t fingerprint_reference, fingerprint_start,
+    fingerprint_begin, fingerprint_end;
+static bool reference_taken, task_watched, changed_before_start;
+
+/* ---- The watched pages ---- */
+
+enum { WATCHED_PAGES = 8 };
+enum { UNWRITTEN, BY_TASK, BY_CALLER, OUTSIDE_RUN };
+static struct {
+    unsigned char *start;
+    atomic_int first_writer;
+} watched[WATCHED_PAGES];
+static atomic_size_t watched_count;
+static size_t page_bytes;
+static atomic_bool task_running;
+static pthread_t caller_thread;
+static struct sigaction previous_segv, previous_bus;
+static bool handler_installed;
+
+/* The one place the watch changes a page's protection: read-only for the
+ * task's flight, or writable again. 0, or -1 with errno. */
+static int protect_watched_page(unsigned char *page, int protection)
+{
+    return mprotect(page, page_bytes, protection);
+}
+
+/* Makes a watched page writable again; a page that stayed read-only
+ * would fault on every write from now on, so a failure ends the program
+ * (from the fault handler too: write and _exit are safe there). */
+static void give_page_back(unsigned char *page)
+{
+    if (protect_watched_page(page, PROT_READ | PROT_WRITE) == 0)
+        return;
+    static const char line[] = "train_offload: the host task's watch could "
+                               "not make a page of the master weights "
+                               "writable again (mprotect failed)\n";
+    if (write(STDERR_FILENO, line, sizeof line - 1) < 0) {
+        /* Nothing more to say where stderr is gone. */
+    }
+    _exit(1);
+}
+
+static void chain(const struct sigaction *before, int signal_number,
+                  siginfo_t *info, void *context)
+{
+    if (before->sa_flags & SA_SIGINFO) {
+        if (before->sa_sigaction != NULL) {
+            before->sa_sigaction(signal_number, info, context);
+            return;
+        }
+    } else if (before->sa_handler != SIG_DFL &&
+               before->sa_handler != SIG_IGN) {
+        before->sa_handler(signal_number);
+        return;
+    }
+    signal(signal_number, SIG_DFL);
+}
+
+/* A write to a watched page: who wrote it first, and the page back. Any
+ * other fault goes to the handler that was there before (the device
+ * layer's, MPI's, the system's). */
+static void watched_page_fault(int signal_number, siginfo_t *info,
+                               void *context)
+{
+    const uintptr_t at = (uintptr_t)info->si_addr;
+    const size_t count = atomic_load(&watched_count);
+    for (size_t k = 0; k < count; k++) {
+        const uintptr_t page = (uintptr_t)watched[k].start;
+        if (at < page || at - page >= page_bytes)
+            continue;
+        int writer = pthread_equal(pthread_self(), caller_thread)
+                         ? BY_CALLER
+                         : atomic_load(&task_running) ? BY_TASK
+                                                      : OUTSIDE_RUN;
+        int unwritten = UNWRITTEN;
+        atomic_compare_exchange_strong(&watched[k].first_writer, &unwritten,
+                                       writer);
+        give_page_back(watched[k].start);
+        return;
+    }
+    chain(signal_number == SIGBUS ? &previous_bus : &previous_segv,
+          signal_number, info, context);
+}
+
+static void install_page_handler(offload_state *o)
+{
+    if (handler_installed)
+        return;
+    long page = sysconf(_SC_PAGESIZE);
+    page_bytes = page > 0 ? (size_t)page : 4096;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = watched_page_fault;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGSEGV, &action, &previous_segv) != 0 ||
+        sigaction(SIGBUS, &action, &previous_bus) != 0)
+        offload_fail(o, "host_task_start: sigaction failed for the watch "
+                        "of the master weights");
+    handler_installed = true;
+}
+
+/* Makes up to WATCHED_PAGES whole pages inside the slice's master weights
+ * read-only, spread over it from a page drawn afresh: none where the
+ * slice holds no whole page. */
+static void watch_pages(offload_state *o)
+{
+    install_page_handler(o);
+    const uintptr_t begin = (uintptr_t)o->master;
+    const uintptr_t end = begin + o->own_count * sizeof *o->master;
+    const uintptr_t first = (begin + page_bytes - 1) / page_bytes *
+                            page_bytes;
+    const size_t pages = end / page_bytes * page_bytes > first
+                             ? (end / page_bytes * page_bytes - first) /
+                                   page_bytes
+                             : 0;
+    const size_t count = pages < WATCHED_PAGES ? pages : WATCHED_PAGES;
+    if (count == 0)
+        return;
+    const size_t stride = pages / count;
+    const size_t offset = (size_t)draw(stride);
+    caller_thread = pthread_self();
+    for (size_t k = 0; k < count; k++) {
+        watched[k].start =
+            (unsigned char *)(first + (offset + k * stride) * page_bytes);
+        atomic_store(&watched[k].first_writer, UNWRITTEN);
+    }
+    atomic_store(&watched_count, count);
+    for (size_t k = 0; k < count; k++)
+        if (protect_watched_page(watched[k].start, PROT_READ) != 0)
+            offload_fail(o, "host_task_start: mprotect failed for the "
+                            "watch of the master weights");
+}
+
+/* After the join: whether the caller's thread wrote a watched page while
+ * the task was in flight, or any thread wrote one while the task's
+ * function was not running; every page writable again. */
+static bool pages_written_in_flight(void)
+{
+    bool caller_wrote = false;
+    const size_t count = atomic_load(&watched_count);
+    for (size_t k = 0; k < count; k++) {
+        const int writer = atomic_load(&watched[k].first_writer);
+        if (writer == BY_CALLER || writer == OUTSIDE_RUN)
+            caller_wrote = true;
+        if (writer == UNWRITTEN)
+            give_page_back(watched[k].start);
+    }
+    atomic_store(&watched_count, 0);
+    return caller_wrote;
+}
+
 host_task_watch host_task_watched(void)
 {
     return watch;
 }
 
+void host_task_watch_step(const offload_state *o)
+{
+    if (watch.started != watch.waited || !master_watchable(o))
+        return;
+    draw_sample(o);
+    fingerprint_reference = master_fingerprint();
+    reference_taken = true;
+}
+
 /* The run's time is taken on its own thread: what the job cost there,
- * whether or not the caller was waiting for it meanwhile. */
+ * whether or not the caller was waiting for it meanwhile. So are the
+ * fingerprints B and E around the run. */
 static void *host_task_main(void *argument)
 {
     host_task *task = argument;
+    device_name_host_code("the delayed update's host task (lessons/"
+                          "07-offload/offload.c, TODO 6)");
+    if (task_watched)
+        fingerprint_begin = master_fingerprint();
+    atomic_store(&task_running, true);
     const double start = timer_now();
     task->run(task->context);
     task->run_seconds = timer_now() - start;
+    atomic_store(&task_running, false);
+    if (task_watched)
+        fingerprint_end = master_fingerprint();
     return NULL;
 }
 
@@ -223,10 +459,19 @@ void host_task_start(offload_state *o, host_task *task,
     task->run = run;
     task->context = context;
     /* Before the thread exists: nothing else writes master meanwhile. */
-    if (master_watchable(o)) {
-        draw_sample(o);
-        master_at_start = master_fingerprint(o);
+    task_watched = master_watchable(o);
+    if (task_watched) {
+        if (!reference_taken || sampled_master != o->master) {
+            /* No reference in this step (the driver did not take one):
+             * nothing to compare with. */
+            draw_sample(o);
+            fingerprint_reference = master_fingerprint();
+        }
+        fingerprint_start = master_fingerprint();
+        changed_before_start = fingerprint_start != fingerprint_reference;
+        watch_pages(o);
     }
+    reference_taken = false;
     if (pthread_create(&task->thread, NULL, host_task_main, task) != 0)
         offload_fail(o, "host_task_start: no thread could be started");
     task->running = true;
@@ -241,13 +486,28 @@ void host_task_wait(offload_state *o, host_task *task)
     if (pthread_join(task->thread, NULL) != 0)
         offload_fail(o, "host_task_wait: the thread could not be joined");
     o->task_wait_seconds += timer_now() - start;
-    /* Read after the join, which orders the thread's write before it. */
+    /* Read after the join, which orders the thread's writes before it. */
     o->task_run_seconds += task->run_seconds;
     task->running = false;
     watch.waited++;
+    if (!task_watched)
+        return;
+    const bool pages_in_flight = pages_written_in_flight();
+    const uint64_t at_wait = master_fingerprint();
+    watch.runs_watched++;
+    if (fingerprint_end != fingerprint_begin)
+        watch.runs_changing_master++;
+    if (changed_before_start)
+        watch.callers_before_start++;
+    if (fingerprint_begin != fingerprint_start ||
+        at_wait != fingerprint_end || pages_in_flight)
+        watch.callers_in_flight++;
+    task_watched = false;
+    /* The next task's reference: from here to its start, only the caller
+     * runs. */
     if (master_watchable(o)) {
-        watch.runs_watched++;
-        if (master_fingerprint(o) != master_at_start)
-            watch.runs_changing_master++;
+        draw_sample(o);
+        fingerprint_reference = master_fingerprint();
+        reference_taken = true;
     }
 }

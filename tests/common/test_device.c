@@ -146,7 +146,8 @@ END_TEST
 
 /* A round trip through the device gives the bytes back, and the device's
  * block held them in between (on the cpu a device pointer is an address
- * of this process, so the test can look). Lengths odd and even, one byte
+ * of this process, so the test can look, between device_access_begin and
+ * device_access_end as given kernels do). Lengths odd and even, one byte
  * and past a page. */
 START_TEST(blocking_copies_are_real)
 {
@@ -165,10 +166,12 @@ START_TEST(blocking_copies_are_real)
         char error[256] = "";
         ck_assert_msg(device_copy_to_device(block, host, n, error,
                                             sizeof error) == 0, "%s", error);
+        device_access_begin();
         size_t at = first_difference(block, host, n);
+        const int seen = at < n ? block[at] : 0;
+        device_access_end();
         ck_assert_msg(at == n, "%zu bytes to the device: byte %zu is %d, "
-                      "the host's is %d", n, at, at < n ? block[at] : 0,
-                      at < n ? host[at] : 0);
+                      "the host's is %d", n, at, seen, at < n ? host[at] : 0);
         ck_assert_msg(device_copy_to_host(back, block, n, error,
                                           sizeof error) == 0, "%s", error);
         at = first_difference(back, host, n);
@@ -207,6 +210,7 @@ START_TEST(async_destination_is_nan_until_the_wait)
     ck_assert(weights != NULL && gradients != NULL && on_device != NULL &&
               on_host != NULL);
     rng_t rng = rng_seeded(7);
+    device_access_begin();
     for (int i = 0; i < N; i++) {
         weights[i] = (float)(4.0 * rng_next_uniform(&rng) - 2.0);
         /* bf16 bits of finite numbers: sign, exponent 1..254, mantissa. */
@@ -217,6 +221,7 @@ START_TEST(async_destination_is_nan_until_the_wait)
         on_device[i] = 1.0f;
         on_host[i] = 0x3f80;   /* 1.0 in bf16 */
     }
+    device_access_end();
     char error[256] = "";
     device_copy up, down;
     ck_assert_msg(device_copy_to_device_async(on_device, weights,
@@ -229,6 +234,8 @@ START_TEST(async_destination_is_nan_until_the_wait)
                   "%s", error);
     ck_assert(up.pending && down.pending);
     ck_assert_uint_eq(device_pending_copies(), 2);
+    /* What a kernel would read meanwhile. */
+    device_access_begin();
     for (int i = 0; i < N; i++) {
         ck_assert_msg(isnan(on_device[i]), "fp32 element %d of a copy to "
                       "the device reads %g before its wait; expected NaN",
@@ -242,15 +249,20 @@ START_TEST(async_destination_is_nan_until_the_wait)
                       bf16_bits_are_nan(halves[1]), "element %d read as bf16 "
                       "is not NaN before the wait", i);
     }
+    device_access_end();
     ck_assert_msg(device_wait(&up, error, sizeof error) == 0, "%s", error);
     ck_assert(!up.pending && down.pending);
     ck_assert_uint_eq(device_pending_copies(), 1);
+    device_access_begin();
     size_t at = first_difference(on_device, weights, N * sizeof *weights);
+    device_access_end();
     ck_assert_msg(at == N * sizeof *weights, "after the wait, byte %zu of "
                   "the copy to the device differs from its source", at);
     ck_assert_msg(device_wait(&down, error, sizeof error) == 0, "%s", error);
     ck_assert_uint_eq(device_pending_copies(), 0);
+    device_access_begin();
     at = first_difference(on_host, gradients, N * sizeof *gradients);
+    device_access_end();
     ck_assert_msg(at == N * sizeof *gradients, "after the wait, byte %zu of "
                   "the copy to the host differs from its source", at);
     device_host_free(on_host);
@@ -434,7 +446,9 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
     ck_assert_uint_eq(device_pending_copies(), 1);
     expect_traffic(256, 0, 1, 0, "after one copy and two refused");
     ck_assert(device_wait(&copy, error, sizeof error) == 0);
+    device_access_begin();
     ck_assert_uint_eq(first_difference(block, host, 256), 256);
+    device_access_end();
 
     ck_assert(device_wait(&copy, error, sizeof error) == -1);
     ck_assert_str_eq(error, "device_wait: this copy is not pending (never "
@@ -685,6 +699,175 @@ START_TEST(memory_of_the_wrong_kind_stops)
 }
 END_TEST
 
+/* ---- The arena: device memory that host code cannot touch ---- */
+
+static const char *const touch_tail =
+    ". Device memory is the device's, as a GPU's is: host code moves it "
+    "with device_copy_to_host and device_copy_to_device (or their _async "
+    "forms, common/device.h) and never reads or writes it in place; a "
+    "memcpy, a loop or a function of your own on a device pointer stops "
+    "here\n";
+
+/* A read in place, as a student's loop over device gradients would be. */
+static void read_device_gradients(void)
+{
+    open_cpu(MIB, -1);
+    volatile unsigned char *block = device_alloc(MEMORY_GRADIENTS, 1000);
+    if (block == NULL)
+        _exit(91);
+    device_name_host_code("the test's loop");
+    expect("device: the test's loop touched device memory outside the "
+           "device layer: byte 10 of a device block of 1000 bytes of "
+           "gradients, at %p%s", (void *)(block + 10), touch_tail);
+    (void)block[10];
+}
+
+/* A write with memcpy, on a rank, with nothing named: host code. */
+static void memcpy_into_device(void)
+{
+    open_cpu(MIB, 3);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 256);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 4096);
+    if (host == NULL || block == NULL)
+        _exit(91);
+    memset(host, 1, 256);
+    expect("device: rank 3: host code touched device memory outside the "
+           "device layer: byte 0 of a device block of 4096 bytes of "
+           "parameters, at %p%s", (void *)block, touch_tail);
+    memcpy(block, host, 256);
+}
+
+/* The books (the traffic counters) lie where the blocks do. */
+static void write_the_books(void)
+{
+    open_cpu(MIB, -1);
+    const void *start = NULL;
+    size_t bytes = 0;
+    device_arena_range(&start, &bytes);
+    if (start == NULL || bytes == 0)
+        _exit(91);
+    expect("device: host code touched device memory outside the device "
+           "layer: the device's books (its traffic counters), at %p%s",
+           start, touch_tail);
+    *(volatile uint64_t *)start = 0;
+}
+
+/* Between device_access_begin and device_access_end (nested too), host
+ * code reads and writes device memory; once the last has ended, a read
+ * stops the program. */
+static void touch_after_the_access_ends(void)
+{
+    open_cpu(MIB, -1);
+    volatile unsigned char *block = device_alloc(MEMORY_ACTIVATIONS, 64);
+    if (block == NULL)
+        _exit(91);
+    device_access_begin();
+    device_access_begin();
+    block[0] = 7;
+    device_access_end();
+    block[1] = block[0];
+    device_access_end();
+    device_name_host_code("code after device_access_end");
+    expect("device: code after device_access_end touched device memory "
+           "outside the device layer: byte 1 of a device block of 64 bytes "
+           "of activations, at %p%s", (void *)(block + 1), touch_tail);
+    (void)block[1];
+}
+
+START_TEST(host_code_that_touches_device_memory_stops)
+{
+    void (*const bodies[])(void) = { read_device_gradients,
+                                     memcpy_into_device, write_the_books,
+                                     touch_after_the_access_ends };
+    const char *const what[] = { "a read of device gradients in place",
+                                 "a memcpy into device memory",
+                                 "a write to the device's books",
+                                 "a read after device_access_end" };
+    for (int k = 0; k < 4; k++) {
+        stopped s = run_stopping(bodies[k]);
+        expect_stopped(&s, what[k]);
+    }
+}
+END_TEST
+
+/* While a cpu device is open, every block of a device category comes
+ * from the arena, the ledger's and the device's alike, and host memory
+ * does not; the ledger knows their bytes and categories. Closed, with no
+ * block left, the ledger is back on the heap. */
+START_TEST(device_categories_live_in_the_arena)
+{
+    open_cpu(MIB, -1);
+    const void *start = NULL;
+    size_t bytes = 0;
+    device_arena_range(&start, &bytes);
+    ck_assert_msg(start != NULL && bytes > 2 * (size_t)MIB, "the arena of a "
+                  "device of 1 MiB: %zu bytes at %p", bytes, start);
+    const uintptr_t first = (uintptr_t)start, end = first + bytes;
+    void *bucket = ledger_alloc(MEMORY_BUCKETS, 1000);
+    void *parameters = device_alloc(MEMORY_PARAMETERS, 3000);
+    void *staging = device_host_alloc(MEMORY_HOST_STAGING, 5000);
+    ck_assert(bucket != NULL && parameters != NULL && staging != NULL);
+    ck_assert_msg((uintptr_t)bucket >= first && (uintptr_t)bucket < end &&
+                  (uintptr_t)parameters >= first &&
+                  (uintptr_t)parameters < end, "device blocks %p and %p lie "
+                  "outside the arena [%p, +%zu)", bucket, parameters, start,
+                  bytes);
+    ck_assert_msg((uintptr_t)staging < first || (uintptr_t)staging >= end,
+                  "host memory %p lies in the arena", staging);
+    ck_assert_uint_eq((uintptr_t)bucket % 64, 0);
+    ck_assert_uint_eq(ledger_block_bytes(bucket), 1000);
+    ck_assert(ledger_block_category(bucket) == MEMORY_BUCKETS);
+    ck_assert_uint_eq(ledger_block_bytes(parameters), 3000);
+    ck_assert_uint_eq(memory_ledger_current_total(), 4000);
+    /* A copy between two device blocks is no copy across the bus. */
+    char error[256] = "";
+    ck_assert(device_copy_to_device(parameters, bucket, 8, error,
+                                    sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_device: the source (8 bytes) is "
+                     "device memory: a copy goes between device memory and "
+                     "host memory (device_host_alloc)");
+    ledger_free(bucket);
+    device_free(parameters);
+    device_host_free(staging);
+    ck_assert_uint_eq(memory_ledger_current_total(), 0);
+    ck_assert_msg(device_close(error, sizeof error) == 0, "%s", error);
+    device_arena_range(&start, &bytes);
+    ck_assert_msg(start == NULL && bytes == 0, "a closed device with no "
+                  "block kept its arena");
+    void *heap = ledger_alloc(MEMORY_BUCKETS, 100);
+    ck_assert_uint_eq(ledger_block_bytes(heap), 100);
+    ledger_free(heap);
+}
+END_TEST
+
+/* A pending copy lands as it was started: a device_copy changed before
+ * its wait (more bytes than were counted) stops the program. */
+static void change_a_pending_copy(void)
+{
+    open_cpu(MIB, -1);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 4096);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 4096);
+    char error[256];
+    device_copy copy;
+    if (host == NULL || block == NULL ||
+        device_copy_to_device_async(block, host, 64, &copy, error,
+                                    sizeof error) != 0)
+        _exit(91);
+    copy.bytes = 4096;
+    expect("device_wait: the device_copy of a pending copy of 64 bytes to "
+           "the device was changed (its bytes) between its start and its "
+           "wait: the device copies what was started; leave the struct "
+           "alone until device_wait returns\n");
+    device_wait(&copy, error, sizeof error);
+}
+
+START_TEST(a_pending_copy_changed_before_its_wait_stops)
+{
+    stopped s = run_stopping(change_a_pending_copy);
+    expect_stopped(&s, "a pending copy's bytes raised before its wait");
+}
+END_TEST
+
 /* ---- The cuda backend ---- */
 
 static bool starts_with(const char *text, const char *start)
@@ -799,6 +982,14 @@ Suite *lesson_suite(void)
                 freeing_after_the_wait_is_fine, 0, 10);
     harness_add(suite, "device: memory of the wrong kind stops, status 1",
                 memory_of_the_wrong_kind_stops, 0, 10);
+    harness_add(suite, "device: host code that touches device memory "
+                "stops, status 1", host_code_that_touches_device_memory_stops,
+                0, 10);
+    harness_add(suite, "device: device categories live in the arena",
+                device_categories_live_in_the_arena, 0, 10);
+    harness_add(suite, "device: a pending copy changed before its wait "
+                "stops, status 1",
+                a_pending_copy_changed_before_its_wait_stops, 0, 10);
     harness_add(suite, "device: the cuda backend keeps the same promises",
                 cuda_backend_keeps_the_same_promises, 0, 30);
     return suite;
