@@ -19,6 +19,8 @@
  * it through an fp32 copy of their layer. */
 #include "mlp.h"
 
+#include "device.h"
+
 #include "matmul.h"
 #include "memory_ledger.h"
 #include "rng.h"
@@ -183,12 +185,18 @@ static int create(mlp *model, const mlp_config *config, size_t max_batch,
     if (own_storage) {
         memset(model->params, 0, parameter_bytes);
         memset(model->grads, 0, parameter_bytes);
-    } else {
+    }
+    /* The working space may be a device's (lesson 07's cpu device), which
+     * only the device layer's kernels may touch: this is one. */
+    bool opened = device_access_begin();
+    if (!own_storage) {
         memset(model->layer_params32, 0, layer_bytes);
         memset(model->layer_grads32, 0, layer_bytes);
     }
     memset(model->activations, 0, activation_bytes);
     memset(model->scratch, 0, scratch_bytes);
+    if (opened)
+        device_access_end();
     return 0;
 }
 
