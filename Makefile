@@ -471,10 +471,12 @@ define library_test_rules
 $(call link_rule,build/$(1)/tests/common/ledger_probe,build/$(1)/tests/common/ledger_probe.o $(call common_mpi_objects,$(1)) build/$(1)/common/libcommon.a,MPICC,)
 build/$(1)/tests/common/ledger_probe.o: COMPILER = $$(MPI_COMPILER)
 PROGRAMS_$(1) += build/$(1)/tests/common/ledger_probe
+$(call link_rule,build/$(1)/tests/common/boundary_probe,build/$(1)/tests/common/boundary_probe.o build/$(1)/common/libcommon.a,CC,)
+PROGRAMS_$(1) += build/$(1)/tests/common/boundary_probe
 $(call link_rule,build/$(1)/tests/common/collectives_probe,build/$(1)/tests/common/collectives_probe.o $(call common_mpi_objects,$(1)) build/$(1)/common/libcommon.a,MPICC,)
 build/$(1)/tests/common/collectives_probe.o: COMPILER = $$(MPI_COMPILER)
 PROGRAMS_$(1) += build/$(1)/tests/common/collectives_probe
-$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(if $(filter test_device,$(test)),$(call device_test_cuda,$(1))) $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe build/$(1)/tests/common/collectives_probe build/$(1)/tests/rank_watch,CC,CHECK_LIBS $(if $(and $(filter test_device,$(test)),$(call device_test_cuda,$(1))),CUDA_LIBS))))
+$(foreach test,$(COMMON_TESTS),$(eval $(call link_rule,build/$(1)/tests/common/$(test),build/$(1)/tests/common/$(test).o $(if $(filter test_device,$(test)),$(call device_test_cuda,$(1))) $(addprefix build/$(1)/tests/,$(HARNESS_OBJS)) build/$(1)/common/libcommon.a | $(PROGRAMS_$(1)) build/$(1)/tests/common/ledger_probe build/$(1)/tests/common/collectives_probe build/$(1)/tests/common/boundary_probe build/$(1)/tests/rank_watch,CC,CHECK_LIBS $(if $(and $(filter test_device,$(test)),$(call device_test_cuda,$(1))),CUDA_LIBS))))
 build/$(1)/tests/common/test_device.o: FILE_FLAGS += $(if $(call device_test_cuda,$(1)),-DZZ_DEVICE_CUDA_LINKED=1)
 TESTS_$(1) += $(addprefix build/$(1)/tests/common/,$(COMMON_TESTS))
 endef

@@ -292,6 +292,67 @@ static int restrict_files(const char *const *writable, const char *folder,
     return abi;
 }
 
+/* ---- The guarded range and its gate ------------------------------------ */
+
+/* The one range whose mappings only the gate may change (the cpu device's
+ * arena): [guarded_begin, guarded_end), empty when none. */
+static uintptr_t guarded_begin, guarded_end;
+
+void boundary_guard_range(const void *begin, size_t bytes)
+{
+    guarded_begin = (uintptr_t)begin;
+    guarded_end = (uintptr_t)begin + bytes;
+}
+
+#if defined(__x86_64__)
+/* The gate: a system call of three arguments from this one instruction,
+ * whose address (just after it, as seccomp reports a call's) the filter
+ * knows. */
+extern const char boundary_gate_return[];
+long boundary_gate(long nr, long a, long b, long c)
+{
+    long result;
+    __asm__ volatile("syscall\n\t"
+                     ".globl boundary_gate_return\n"
+                     "boundary_gate_return:"
+                     : "=a"(result)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c)
+                     : "rcx", "r11", "memory");
+    if (result < 0 && result > -4096) {
+        errno = (int)-result;
+        return -1;
+    }
+    return result;
+}
+#define BOUNDARY_GATE 1
+#elif defined(__aarch64__)
+extern const char boundary_gate_return[];
+long boundary_gate(long nr, long a, long b, long c)
+{
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    __asm__ volatile("svc #0\n\t"
+                     ".globl boundary_gate_return\n"
+                     "boundary_gate_return:"
+                     : "+r"(x0)
+                     : "r"(x8), "r"(x1), "r"(x2)
+                     : "memory");
+    if (x0 < 0 && x0 > -4096) {
+        errno = (int)-x0;
+        return -1;
+    }
+    return x0;
+}
+#define BOUNDARY_GATE 1
+#else
+long boundary_gate(long nr, long a, long b, long c)
+{
+    return syscall(nr, a, b, c);
+}
+#endif
+
 /* ---- The system-call filter --------------------------------------------- */
 
 #if defined(__x86_64__)
@@ -302,20 +363,81 @@ static int restrict_files(const char *const *writable, const char *folder,
 
 #ifdef BOUNDARY_ARCH
 
-/* A filter being written, instruction by instruction. */
+/* A filter being written, instruction by instruction; a jump may name a
+ * label placed later (the filter's jumps go forward only), resolved when
+ * the filter is done. */
+enum { MOST_INSTRUCTIONS = 1024, MOST_LABELS = 256, MOST_FIXES = 512 };
 typedef struct {
-    struct sock_filter code[256];
+    int instruction, if_true, if_false;
+} label_fix;
+typedef struct {
+    struct sock_filter code[MOST_INSTRUCTIONS];
     unsigned short length;
     bool overflow;
+    int label_at[MOST_LABELS];
+    int label_count;
+    label_fix fixes[MOST_FIXES];
+    int fix_count;
 } filter;
 
 static void emit(filter *f, struct sock_filter instruction)
 {
-    if (f->length == sizeof f->code / sizeof f->code[0]) {
+    if (f->length == MOST_INSTRUCTIONS) {
         f->overflow = true;
         return;
     }
     f->code[f->length++] = instruction;
+}
+
+/* A new label, placed nowhere yet. */
+static int new_label(filter *f)
+{
+    if (f->label_count == MOST_LABELS) {
+        f->overflow = true;
+        return 0;
+    }
+    f->label_at[f->label_count] = -1;
+    return f->label_count++;
+}
+
+static void place(filter *f, int label)
+{
+    f->label_at[label] = f->length;
+}
+
+/* A conditional jump to labels (NEXT: the next instruction). */
+enum { NEXT = -1 };
+static void jump(filter *f, uint16_t code, uint32_t k, int if_true,
+                 int if_false)
+{
+    if (f->fix_count == MOST_FIXES) {
+        f->overflow = true;
+        return;
+    }
+    f->fixes[f->fix_count++] = (label_fix){ f->length, if_true, if_false };
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | code | BPF_K, k, 0, 0));
+}
+
+/* Every jump's offsets, from its labels; false when one is unplaced or
+ * too far (a jump reaches 255 instructions at most). */
+static bool resolve(filter *f)
+{
+    for (int k = 0; k < f->fix_count; k++) {
+        struct sock_filter *insn = &f->code[f->fixes[k].instruction];
+        const int targets[2] = { f->fixes[k].if_true, f->fixes[k].if_false };
+        unsigned char offsets[2];
+        for (int t = 0; t < 2; t++) {
+            int to = targets[t] == NEXT ? f->fixes[k].instruction + 1
+                                        : f->label_at[targets[t]];
+            int offset = to - (f->fixes[k].instruction + 1);
+            if (to < 0 || offset < 0 || offset > 255)
+                return false;
+            offsets[t] = (unsigned char)offset;
+        }
+        insn->jt = offsets[0];
+        insn->jf = offsets[1];
+    }
+    return !f->overflow;
 }
 
 #define ARG_LOW(n) (offsetof(struct seccomp_data, args) + 8 * (n))
@@ -355,6 +477,142 @@ static void only_with(filter *f, long nr, int arg, uint32_t value)
                                          1));
     ret(f, ALLOW);
     ret(f, refuse(EPERM));
+}
+
+/* With nothing else loaded: to `clear` when arguments `addr` and `len`
+ * name a range that misses the guarded one, to `guarded` when it meets
+ * it. 64-bit values in 32-bit words: [a, a + n) meets [B, E) when a < E
+ * and a + n > B. A start at or past E misses; one at or past B (and below
+ * E) meets; one below B meets when n > B - a, which for n under 4 GiB
+ * (the only kind glibc or MPI asks for; a longer one is refused) needs
+ * B - a under 4 GiB, then the difference of the low words. */
+static void range_check(filter *f, int addr, int len, int clear, int guarded)
+{
+    const uint32_t b_low = (uint32_t)guarded_begin;
+    const uint32_t b_high = (uint32_t)((uint64_t)guarded_begin >> 32);
+    const uint32_t e_low = (uint32_t)guarded_end;
+    const uint32_t e_high = (uint32_t)((uint64_t)guarded_end >> 32);
+    const int below_end = new_label(f), end_low = new_label(f);
+    const int begin_low = new_label(f), below_begin = new_label(f);
+    const int near = new_label(f), near_low = new_label(f);
+    /* At or past E: clear. */
+    load(f, ARG_HIGH(addr));
+    jump(f, BPF_JGT, e_high, clear, NEXT);
+    jump(f, BPF_JEQ, e_high, end_low, below_end);
+    place(f, end_low);
+    load(f, ARG_LOW(addr));
+    jump(f, BPF_JGE, e_low, clear, below_end);
+    /* At or past B: guarded. */
+    place(f, below_end);
+    load(f, ARG_HIGH(addr));
+    jump(f, BPF_JGT, b_high, guarded, NEXT);
+    jump(f, BPF_JEQ, b_high, begin_low, below_begin);
+    place(f, begin_low);
+    load(f, ARG_LOW(addr));
+    jump(f, BPF_JGE, b_low, guarded, near);
+    /* Below B by less than 4 GiB (a high word one less, a low word
+     * above B's), or clear. */
+    place(f, below_begin);
+    jump(f, BPF_JEQ, b_high - 1, near_low, clear);
+    place(f, near_low);
+    load(f, ARG_LOW(addr));
+    jump(f, BPF_JGT, b_low, near, clear);
+    /* n > B - a: the low words' difference, in X, against n's low word;
+     * a length of 4 GiB or more is refused outright. */
+    place(f, near);
+    load(f, ARG_HIGH(len));
+    jump(f, BPF_JEQ, 0, NEXT, guarded);
+    load(f, ARG_LOW(addr));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_MISC | BPF_TAX, 0));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_IMM, b_low));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_ALU | BPF_SUB | BPF_X, 0));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_MISC | BPF_TAX, 0));
+    load(f, ARG_LOW(len));
+    if (f->fix_count == MOST_FIXES) {
+        f->overflow = true;
+        return;
+    }
+    f->fixes[f->fix_count++] = (label_fix){ f->length, guarded, clear };
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_X, 0, 0, 0));
+}
+
+/* With the call's number loaded: for the calls that change mappings, a
+ * range that meets the guarded one is refused, but from the gate (for the
+ * two calls the device layer makes through it, mprotect and munmap). The
+ * number is loaded again after. */
+static void guard_range(filter *f)
+{
+    if (guarded_end == guarded_begin)
+        return;
+    static const struct {
+        long nr;
+        int addr, len;
+        bool gated;
+    } calls[] = {
+        { SYS_mprotect, 0, 1, true },  { SYS_munmap, 0, 1, true },
+        { SYS_pkey_mprotect, 0, 1, false }, { SYS_madvise, 0, 1, false },
+#ifdef SYS_remap_file_pages
+        { SYS_remap_file_pages, 0, 1, false },
+#endif
+    };
+    /* Each call's block ends in its own answers, so that every jump stays
+     * short: a block is about thirty instructions. */
+    for (size_t k = 0; k < sizeof calls / sizeof *calls; k++) {
+        const int other = new_label(f), check = new_label(f);
+        const int allow = new_label(f), deny = new_label(f);
+        jump(f, BPF_JEQ, (uint32_t)calls[k].nr, NEXT, other);
+#ifdef BOUNDARY_GATE
+        if (calls[k].gated) {
+            const uint64_t gate = (uint64_t)(uintptr_t)boundary_gate_return;
+            const int gate_high = new_label(f);
+            load(f, offsetof(struct seccomp_data, instruction_pointer));
+            jump(f, BPF_JEQ, (uint32_t)gate, gate_high, check);
+            place(f, gate_high);
+            load(f, offsetof(struct seccomp_data, instruction_pointer) + 4);
+            jump(f, BPF_JEQ, (uint32_t)(gate >> 32), allow, check);
+        }
+#endif
+        place(f, check);
+        range_check(f, calls[k].addr, calls[k].len, allow, deny);
+        place(f, allow);
+        ret(f, ALLOW);
+        place(f, deny);
+        ret(f, refuse(EPERM));
+        place(f, other);
+    }
+    /* mmap over the range: only with MAP_FIXED can it land there. */
+    {
+        const int other = new_label(f), check = new_label(f);
+        const int allow = new_label(f), deny = new_label(f);
+        jump(f, BPF_JEQ, SYS_mmap, NEXT, other);
+        load(f, ARG_LOW(3));
+        jump(f, BPF_JSET, MAP_FIXED, check, allow);
+        place(f, check);
+        range_check(f, 0, 1, allow, deny);
+        place(f, allow);
+        ret(f, ALLOW);
+        place(f, deny);
+        ret(f, refuse(EPERM));
+        place(f, other);
+    }
+    /* mremap: the old range, and with MREMAP_FIXED the new one. */
+    {
+        const int other = new_label(f), fresh = new_label(f);
+        const int check = new_label(f), allow = new_label(f);
+        const int deny = new_label(f);
+        jump(f, BPF_JEQ, SYS_mremap, NEXT, other);
+        range_check(f, 0, 1, fresh, deny);
+        place(f, fresh);
+        load(f, ARG_LOW(3));
+        jump(f, BPF_JSET, MREMAP_FIXED, check, allow);
+        place(f, check);
+        range_check(f, 4, 2, allow, deny);
+        place(f, allow);
+        ret(f, ALLOW);
+        place(f, deny);
+        ret(f, refuse(EPERM));
+        place(f, other);
+    }
 }
 
 /* The calls no code under test needs, each a way past the measurements
@@ -406,6 +664,7 @@ static void write_filter(filter *f, bool refuse_connect)
 #endif
     for (size_t k = 0; k < sizeof refused_calls / sizeof *refused_calls; k++)
         answer(f, refused_calls[k], refuse(EPERM));
+    guard_range(f);
     /* clone3's flags are in memory the filter cannot read: glibc falls
      * back to clone, whose flags it can. */
     answer(f, SYS_clone3, refuse(ENOSYS));
@@ -450,10 +709,9 @@ static void write_filter(filter *f, bool refuse_connect)
 static int install_filter(bool refuse_connect)
 {
     static filter f;
-    f.length = 0;
-    f.overflow = false;
+    memset(&f, 0, sizeof f);
     write_filter(&f, refuse_connect);
-    if (f.overflow) {
+    if (!resolve(&f)) {
         errno = E2BIG;
         return -1;
     }

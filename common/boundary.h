@@ -73,6 +73,24 @@ typedef struct {
 int boundary_enter(const char *const *writable, const char *folder,
                    boundary_status *status, char *error, size_t error_len);
 
+/* The range of the address space whose mappings only the device layer
+ * changes: the cpu device's arena (device.h), which its blocks live in
+ * and which is PROT_NONE but while the device layer copies or given
+ * kernels run on it. Given before boundary_enter (the filter is written
+ * then), it makes the filter refuse every call that would reprotect,
+ * unmap, remap or map over any of it (mprotect, pkey_mprotect, munmap,
+ * madvise, remap_file_pages, mremap, mmap with MAP_FIXED), but mprotect and
+ * munmap made through boundary_gate: a student's code that found mprotect
+ * in the C library (a walk from any allowed function's address finds it)
+ * still cannot open the device's memory. One range; 0 bytes: none. */
+void boundary_guard_range(const void *begin, size_t bytes);
+
+/* The system call `nr` with three arguments, made from the one
+ * instruction the filter lets change the guarded range; -1 with errno on
+ * failure, as syscall(2). x86_64 and aarch64 (elsewhere the plain call,
+ * and nothing guarded). Only the device layer calls it. */
+long boundary_gate(long nr, long a, long b, long c);
+
 /* Tells the watch outside this process (tests/harness/rank_watch.c), if
  * one started it, that the run has reached `event` ("boundary", "done"),
  * and waits until the watch has read its measurements: then returns.
