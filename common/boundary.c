@@ -540,6 +540,15 @@ static void range_check(filter *f, int addr, int len, int clear, int guarded)
  * range that meets the guarded one is refused, but from the gate (for the
  * two calls the device layer makes through it, mprotect and munmap). The
  * number is loaded again after. */
+/* The two answers a block of guard_range ends in, at its labels. */
+static void answers(filter *f, int allow, int deny)
+{
+    place(f, allow);
+    ret(f, ALLOW);
+    place(f, deny);
+    ret(f, refuse(EPERM));
+}
+
 static void guard_range(filter *f)
 {
     if (guarded_end == guarded_begin)
@@ -574,10 +583,7 @@ static void guard_range(filter *f)
 #endif
         place(f, check);
         range_check(f, calls[k].addr, calls[k].len, allow, deny);
-        place(f, allow);
-        ret(f, ALLOW);
-        place(f, deny);
-        ret(f, refuse(EPERM));
+        answers(f, allow, deny);
         place(f, other);
     }
     /* mmap over the range: only with MAP_FIXED can it land there. */
@@ -589,10 +595,7 @@ static void guard_range(filter *f)
         jump(f, BPF_JSET, MAP_FIXED, check, allow);
         place(f, check);
         range_check(f, 0, 1, allow, deny);
-        place(f, allow);
-        ret(f, ALLOW);
-        place(f, deny);
-        ret(f, refuse(EPERM));
+        answers(f, allow, deny);
         place(f, other);
     }
     /* mremap: the old range, and with MREMAP_FIXED the new one. */
@@ -607,10 +610,7 @@ static void guard_range(filter *f)
         jump(f, BPF_JSET, MREMAP_FIXED, check, allow);
         place(f, check);
         range_check(f, 4, 2, allow, deny);
-        place(f, allow);
-        ret(f, ALLOW);
-        place(f, deny);
-        ret(f, refuse(EPERM));
+        answers(f, allow, deny);
         place(f, other);
     }
 }

@@ -51,6 +51,7 @@
 #include "boundary.h"
 
 #include "device_cuda.h"
+#include "signal_chain.h"
 #include "timer.h"
 
 #include <errno.h>
@@ -320,31 +321,13 @@ static void describe_touch(uintptr_t at, char *what, size_t len)
              "past a block's end)", (void *)at);
 }
 
-static void chain(const struct sigaction *before, int signal_number,
-                  siginfo_t *info, void *context)
-{
-    if (before->sa_flags & SA_SIGINFO) {
-        if (before->sa_sigaction != NULL) {
-            before->sa_sigaction(signal_number, info, context);
-            return;
-        }
-    } else if (before->sa_handler != SIG_DFL &&
-               before->sa_handler != SIG_IGN) {
-        before->sa_handler(signal_number);
-        return;
-    }
-    /* The system's own action: the faulting access runs again, and ends
-     * the process as it would have without this handler. */
-    signal(signal_number, SIG_DFL);
-}
-
 static void exit_on_device_touch(int signal_number, siginfo_t *info,
                                  void *context)
 {
     const uintptr_t at = (uintptr_t)info->si_addr;
     if (!atomic_load(&arena_mapped) || at < (uintptr_t)arena.base ||
         at - (uintptr_t)arena.base >= arena.size) {
-        chain(signal_number == SIGBUS ? &previous_bus : &previous_segv,
+        signal_chain(signal_number == SIGBUS ? &previous_bus : &previous_segv,
               signal_number, info, context);
         return;
     }

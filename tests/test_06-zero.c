@@ -316,6 +316,19 @@ static const char *const kind_names[] = { "parameters", "gradients",
  * could hide (the bf16 parameters, 2Ψ = 109 KiB). */
 enum { HEAP_SLACK = 96 << 10 };
 
+/* A rank's model state at `stage`, in bytes by kind: the paper's formula
+ * with the partition's rounding (zero_memory.h), 2 + 2 + 12 bytes a
+ * parameter. */
+static void state_of(size_t total, int stage, int ranks, int rank,
+                     uint64_t state[ZERO_STATE_KINDS])
+{
+    const zero_model sizes = { total, 2, 2, 12 };
+    char error[256];
+    ck_assert_msg(zero_rank_state_bytes(&sizes, stage, (uint64_t)ranks,
+                                        (uint64_t)rank, state, error,
+                                        sizeof error) == 0, "%s", error);
+}
+
 static void expect_memory(const char *report, int stage, bool prefetch,
                           int ranks, int rank, const char *what)
 {
@@ -324,12 +337,8 @@ static void expect_memory(const char *report, int stage, bool prefetch,
     size_t own_begin, own_end;
     report_pair(report, rank, "own", &own_begin, &own_end);
     const size_t own = own_end - own_begin;
-    const zero_model sizes = { total, 2, 2, 12 };
     uint64_t state[ZERO_STATE_KINDS];
-    char error[256];
-    ck_assert_msg(zero_rank_state_bytes(&sizes, stage, (uint64_t)ranks,
-                                        (uint64_t)rank, state, error,
-                                        sizeof error) == 0, "%s", error);
+    state_of(total, stage, ranks, rank, state);
     static const char *const formula[] = {
         "2Ψ + 2Ψ + 12Ψ", "2Ψ + 2Ψ + 12|own|", "2Ψ + 14|own| + a bucket",
         "16|own| + a gathered layer + a bucket" };
@@ -430,12 +439,8 @@ static unsigned long long allowed_after_boundary(const run_shape *shape,
 {
     size_t total, largest;
     model_sizes(shape, &total, &largest);
-    const zero_model sizes = { total, 2, 2, 12 };
     uint64_t state[ZERO_STATE_KINDS];
-    char error[256];
-    ck_assert_msg(zero_rank_state_bytes(&sizes, stage, (uint64_t)ranks,
-                                        (uint64_t)rank, state, error,
-                                        sizeof error) == 0, "%s", error);
+    state_of(total, stage, ranks, rank, state);
     unsigned long long allowed = state[0] + state[1] + state[2];
     if (stage >= 2)
         allowed += 2 * largest;

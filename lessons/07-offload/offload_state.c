@@ -19,6 +19,7 @@
 #include "memory_ledger.h"
 #include "offload.h"
 #include "rng.h"
+#include "signal_chain.h"
 #include "timer.h"
 #include "zero_stages.h"
 
@@ -306,22 +307,6 @@ static void give_page_back(unsigned char *page)
     _exit(1);
 }
 
-static void chain(const struct sigaction *before, int signal_number,
-                  siginfo_t *info, void *context)
-{
-    if (before->sa_flags & SA_SIGINFO) {
-        if (before->sa_sigaction != NULL) {
-            before->sa_sigaction(signal_number, info, context);
-            return;
-        }
-    } else if (before->sa_handler != SIG_DFL &&
-               before->sa_handler != SIG_IGN) {
-        before->sa_handler(signal_number);
-        return;
-    }
-    signal(signal_number, SIG_DFL);
-}
-
 /* A write to a watched page: who wrote it first, and the page back. Any
  * other fault goes to the handler that was there before (the device
  * layer's, MPI's, the system's). */
@@ -344,7 +329,7 @@ static void watched_page_fault(int signal_number, siginfo_t *info,
         give_page_back(watched[k].start);
         return;
     }
-    chain(signal_number == SIGBUS ? &previous_bus : &previous_segv,
+    signal_chain(signal_number == SIGBUS ? &previous_bus : &previous_segv,
           signal_number, info, context);
 }
 
