@@ -228,7 +228,8 @@ static void read_guarded(const char *dir, const char *name, int rank,
 
 /* The row split (TODO 1-4) on P ranks: M and N not multiples of P, and
  * blocks of y larger than MPI's eager limit (4 KiB in Open MPI's shared
- * memory transport), so that a send that waits for its receive blocks. */
+ * memory transport, and in its TCP one as the harness sets it), so that a
+ * send that waits for its receive blocks. */
 START_TEST(rows_on_ranks)
 {
     const int P = _i;
