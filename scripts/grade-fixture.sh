@@ -5,6 +5,10 @@
 # expected.txt holds what grading without the sandbox must give (graded
 # with --no-sandbox), and expected-sandbox.txt (if there is one) what
 # grading with it must give (--sandbox); at least one of them must be there.
+# expected-no-boundary.txt, where there is one, is graded without the
+# sandbox and with the producers' run-time boundary open (ZZ_NO_BOUNDARY=1
+# to the judges): what stops the attack where there is no boundary (a
+# CUDA lesson, a system without seccomp or Landlock).
 # Each holds lines
 #   score: X/Y, fails: NAME | WORDS, passes: NAME   (build/grade-tool/grade)
 #   refuses: WORDS     the grading must give no score at all (status 3 or
@@ -89,7 +93,8 @@ fi
 lesson_of_folder=$(basename "$(dirname "$folder")")
 name=$(basename "$folder")
 status=0 graded=0
-for expect in "$folder/expected.txt" "$folder/expected-sandbox.txt"; do
+for expect in "$folder/expected.txt" "$folder/expected-sandbox.txt" \
+        "$folder/expected-no-boundary.txt"; do
     [ -f "$expect" ] || continue
     # A CUDA lesson's fixture has two sets of expectations: expected.txt
     # where its tests are skipped (no GPU), expected-gpu.txt where they run.
@@ -97,10 +102,12 @@ for expect in "$folder/expected.txt" "$folder/expected-sandbox.txt"; do
             command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
         expect=$folder/expected-gpu.txt
     fi
-    lessons=$lesson_of_folder options=(--no-sandbox) settings=() suffix=""
+    lessons=$lesson_of_folder options=(--no-sandbox) settings=() suffix="" mode=""
     bait_place=/var/tmp in_copy=false tmp_full=false
     if [[ $expect == *-sandbox.txt ]]; then
-        options=(--sandbox) suffix=-sandbox
+        options=(--sandbox) suffix=-sandbox mode=" (sandbox)"
+    elif [[ $expect == *-no-boundary.txt ]]; then
+        settings+=(ZZ_NO_BOUNDARY=1) suffix=-no-boundary mode=" (without the boundary)"
     fi
     while read -r _ word rest; do
         case "$word $rest" in
@@ -114,7 +121,7 @@ for expect in "$folder/expected.txt" "$folder/expected-sandbox.txt"; do
     baits=() refuses=""
     while read -r _ path; do baits+=("$path"); done < <(grep '^bait:' "$expect")
     refuses=$(sed -n 's/^refuses: *//p' "$expect" | head -n 1)
-    title="broken submission '$name' of lesson $lessons${suffix:+ (sandbox)}"
+    title="broken submission '$name' of lesson $lessons$mode"
     out=build/test/fixtures/$lesson_of_folder/$name$suffix
     rm -rf "$out"
     mkdir -p "$out"

@@ -1484,13 +1484,18 @@ run_result harness_produce(const char *lesson, const char *case_name,
     argv[count] = NULL;
     /* The student's code runs behind the boundary, but in the CUDA
      * lessons: the CUDA runtime opens its devices and maps their memory
-     * when first used, which the boundary refuses. */
+     * when first used, which the boundary refuses. ZZ_NO_BOUNDARY=1 in
+     * the judge's environment leaves it open too: for the attack fixtures
+     * that show what stops an attack where there is no boundary
+     * (expected-no-boundary.txt, scripts/grade-fixture.sh). */
     enum { MAX_ENV = 32 };
     char *with_boundary[MAX_ENV];
     size_t env_count = 0;
     const char *cuda = getenv("ZZ_CUDA_LESSONS");
+    const char *no_boundary = getenv("ZZ_NO_BOUNDARY");
     bool cuda_lesson = cuda != NULL && strstr(cuda, lesson) != NULL;
-    if (!cuda_lesson)
+    if (!cuda_lesson && !(no_boundary != NULL &&
+                          strcmp(no_boundary, "1") == 0))
         append_word(with_boundary, &env_count, MAX_ENV, "ZZ_BOUNDARY=1",
                     "a producer's environment");
     for (size_t k = 0; env != NULL && env[k] != NULL; k++)
