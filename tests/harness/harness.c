@@ -741,6 +741,20 @@ static _Noreturn void run_keeper(char *const argv[], int report_fd,
     _exit(0); /* process 1 ends: the kernel kills what is left */
 }
 
+/* In the waiter: the keeper, and what the test's SIGUSR1 asks of it at
+ * the time limit, to kill the keeper and then wait for it. Killing the
+ * keeper (process 1 of its namespace) makes the kernel kill everything in
+ * the namespace, and the keeper is reaped only once all of it is gone: a
+ * test that waits for the waiter then knows nothing of the run is left. */
+static pid_t waiter_keeper;
+
+static void waiter_kill_keeper(int signal)
+{
+    (void)signal;
+    if (waiter_keeper > 0)
+        kill(waiter_keeper, SIGKILL);
+}
+
 run_result harness_run(char *const argv[], char *const env[],
                        double timeout_s)
 {
@@ -798,6 +812,9 @@ run_result harness_run(char *const argv[], char *const env[],
             _exit(126);
         if (keeper == 0)
             run_keeper(argv, report_pipe[1], isolated);
+        waiter_keeper = keeper;
+        struct sigaction kill_keeper = { .sa_handler = waiter_kill_keeper };
+        sigaction(SIGUSR1, &kill_keeper, NULL);
         close(report_pipe[1]);
         /* The test reaches the keeper through the waiter: signals sent
          * here go on to it. */
@@ -809,8 +826,8 @@ run_result harness_run(char *const argv[], char *const env[],
     close(report_pipe[1]);
     char isolation = 0;
     for (;;) {
-        pid_t done = waitpid(waiter, &status, WNOHANG);
-        if (done == waiter)
+        bool done = waitpid(waiter, &status, WNOHANG) == waiter;
+        if (done)
             break;
         if (timer_now() - start > timeout_s) {
             result.timed_out = true;
@@ -823,6 +840,18 @@ run_result harness_run(char *const argv[], char *const env[],
             if (isolation != 'N')
                 signal_session(waiter, SIGTERM);
             sleep_seconds(1.0);
+            if (isolation == 'N') {
+                /* The waiter kills the keeper and waits until its
+                 * namespace is empty (waiter_kill_keeper); 5 s, and then
+                 * everything in the waiter's group goes as below. */
+                kill(waiter, SIGUSR1);
+                double asked = timer_now();
+                while (!(done = waitpid(waiter, &status, WNOHANG) == waiter)
+                       && timer_now() - asked < 5.0)
+                    sleep_seconds(0.005);
+                if (done)
+                    break;
+            }
             kill(-waiter, SIGKILL);
             if (isolation != 'N')
                 signal_session(waiter, SIGKILL);
