@@ -17,8 +17,9 @@
  *                    a tmpfs of MIB MiB (scripts/grade.sh asks for it):
  *                    what fills it fills only this runner's, and it is
  *                    gone when the runner ends. Where it cannot be had
- *                    (no mount namespaces), TMPDIR as without it, and one
- *                    line on standard error says so
+ *                    (no mount namespaces, or the checkout or build folder
+ *                    lies in /tmp, which it would hide), TMPDIR as without
+ *                    it, and one line on standard error says so
  *
  * Every test runs in its own forked process with a time limit (Check's fork
  * mode), so a crash or an endless loop fails that test and the rest go on.
@@ -255,6 +256,21 @@ static void remove_scratch(void)
     }
 }
 
+/* What the tests need from below /tmp, where a /tmp of the runner's own
+ * would hide it: the checkout they run in, or the grading's build folder
+ * (a clone made in /tmp). NULL when neither lies there. */
+static const char *checkout_in_tmp(void)
+{
+    static char path[PATH_MAX];
+    const char *build = getenv("ZZ_BUILD_DIR");
+    const char *places[] = { ".", build };
+    for (size_t k = 0; k < sizeof places / sizeof places[0]; k++)
+        if (places[k] != NULL && realpath(places[k], path) != NULL &&
+            (strcmp(path, "/tmp") == 0 || strncmp(path, "/tmp/", 5) == 0))
+            return path;
+    return NULL;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: runner --title TEXT [--mode student|solution|"
@@ -341,7 +357,12 @@ int main(int argc, char **argv)
     /* Before PR_SET_DUMPABLE: a user namespace's maps are written through
      * /proc/self, which that makes root's. */
     bool private_tmp = false;
-    if (private_tmp_mib > 0) {
+    const char *in_tmp = checkout_in_tmp();
+    if (private_tmp_mib > 0 && in_tmp != NULL) {
+        fprintf(stderr, "runner: no /tmp of its own for the tests: %s lies "
+                "in /tmp, which that would hide; their files go to %s\n",
+                in_tmp, getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    } else if (private_tmp_mib > 0) {
         private_tmp = harness_private_tmp(private_tmp_mib);
         if (private_tmp)
             setenv("TMPDIR", "/tmp", 1);
