@@ -730,6 +730,22 @@ static int install_filter(bool refuse_connect)
 
 #endif
 
+/* Whether AddressSanitizer's leak checker will run when the process ends
+ * (the sanitizer build, leaks not turned off): it stops the process's
+ * threads from a clone of its own that traces them, which the filter
+ * refuses. There the filter is left out (and boundary_describe says
+ * "seccomp 0"): that build checks the solutions for memory errors, and the
+ * filter is tested, and graded under, in the others. */
+static bool leak_checker_runs_at_exit(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+    const char *options = getenv("ASAN_OPTIONS");
+    return options == NULL || strstr(options, "detect_leaks=0") == NULL;
+#else
+    return false;
+#endif
+}
+
 int boundary_enter(const char *const *writable, const char *folder,
                    boundary_status *status, char *error, size_t error_len)
 {
@@ -768,7 +784,9 @@ int boundary_enter(const char *const *writable, const char *folder,
     if (s.landlock_abi < 0)
         return fail(error, error_len, "Landlock", errno);
     s.capabilities_dropped = drop_capabilities();
-    if (install_filter(!s.tcp_rules) == 0)
+    if (leak_checker_runs_at_exit())
+        s.seccomp = false;
+    else if (install_filter(!s.tcp_rules) == 0)
         s.seccomp = true;
     else if (errno != EINVAL && errno != ENOSYS)
         return fail(error, error_len, "seccomp", errno);

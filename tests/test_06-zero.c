@@ -611,6 +611,7 @@ START_TEST(prefetch_same_model_and_costs)
             free(report);
         }
         training_reference_free(&ref);
+        run_result_free(&r);
         harness_remove_out_dir(out);
     }
 }

@@ -480,7 +480,7 @@ int main(int argc, char **argv)
                 printf("  [FAIL] %s: %s\n", v->name, v->text);
                 /* Where the failure was raised matters only when it is the
                  * student's code, not the test's own assertion. */
-                if (strncmp(v->file, "tests/", 6) != 0)
+                if (v->file != NULL && strncmp(v->file, "tests/", 6) != 0)
                     printf("         at %s:%d\n", v->file, v->line);
                 break;
             }
