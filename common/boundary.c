@@ -736,7 +736,7 @@ static int install_filter(bool refuse_connect)
  * refuses. There the filter is left out (and boundary_describe says
  * "seccomp 0"): that build checks the solutions for memory errors, and the
  * filter is tested, and graded under, in the others. */
-static bool leak_checker_runs_at_exit(void)
+static bool leak_checker_will_run(void)
 {
 #ifdef __SANITIZE_ADDRESS__
     const char *options = getenv("ASAN_OPTIONS");
@@ -784,7 +784,7 @@ int boundary_enter(const char *const *writable, const char *folder,
     if (s.landlock_abi < 0)
         return fail(error, error_len, "Landlock", errno);
     s.capabilities_dropped = drop_capabilities();
-    if (leak_checker_runs_at_exit())
+    if (leak_checker_will_run())
         s.seccomp = false;
     else if (install_filter(!s.tcp_rules) == 0)
         s.seccomp = true;
