@@ -297,6 +297,13 @@ build/$(1)/libraries/mpi.txt: scripts/library-symbols.sh build/$(1)/flags.txt
 	@mkdir -p $$(@D)
 	@scripts/library-symbols.sh $$@ $$(MPICC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) -lm \
 	    $$(if $$(OTHER_MPICC),-- $$(OTHER_MPICC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) -lm)
+# The symbols MPI's predefined constants refer to (MPI_REQUEST_NULL is a
+# variable of Open MPI's), from mpi.h of each MPI installed: a student's
+# file may use every one (scripts/mpi-constants.sh).
+build/$(1)/libraries/mpi-constants.txt: scripts/mpi-constants.sh build/$(1)/flags.txt
+	@mkdir -p $$(@D)
+	@scripts/mpi-constants.sh $$@ $$(MPICC) $$(CFLAGS) $$($(1)_FLAGS) \
+	    $$(if $$(OTHER_MPICC),-- $$(OTHER_MPICC) $$(CFLAGS) $$($(1)_FLAGS))
 build/$(1)/libraries/cuda.txt: scripts/library-symbols.sh build/$(1)/flags.txt
 	@mkdir -p $$(@D)
 	@scripts/library-symbols.sh $$@ $$(CC) $$(CFLAGS) $$($(1)_FLAGS) $$(OPENMP_FLAGS) $$(LDFLAGS) $$(CUDA_LIBS) -lm
@@ -316,7 +323,7 @@ library_dir = build/$($(1)_LIBRARY)
 library_parts = $(addprefix build/$(1)/,common/libcommon.a common/not_done.o \
     $(patsubst %.c,%.o,$(COMMON_MPI_SOURCES)) $(if $(filter $(CUDA_LESSONS),$(BUILT_LESSONS)),common/check_cuda.o) \
     $(if $(foreach lesson,$(BUILT_LESSONS),$(call device_cuda,$(lesson))),common/device_cuda.o common/check_cuda.o) \
-    libraries/c.txt libraries/mpi.txt $(if $(HAVE_NVCC),libraries/cuda.txt) \
+    libraries/c.txt libraries/mpi.txt libraries/mpi-constants.txt $(if $(HAVE_NVCC),libraries/cuda.txt) \
     $(addprefix tests/,$(HARNESS_OBJS) harness/producer.o harness/rank_watch.o) \
     $(foreach lesson,$(BUILT_LESSONS),tests/test_$(lesson).o $(if $($(lesson)_PRODUCER_OBJS),tests/producer/$(lesson).o)) \
     $(patsubst %.c,%.o,$(wildcard tests/hidden/test_*.c)))
@@ -366,6 +373,7 @@ lesson_program_lists = $(foreach program,$($(2)_PROGRAMS),--program $(subst $(sp
 lesson_program_parts = $(sort $(subst $(comma),$(space),$(filter-out --program,$(call lesson_program_lists,$(1),$(2)))))
 lesson_libraries = $(addprefix $(call library_dir,$(1))/libraries/,c.txt $(if $($(2)_MPI),mpi.txt) \
     $(if $(or $($(2)_CUDA),$(call device_cuda,$(2))),cuda.txt))
+lesson_constants = $(if $($(2)_MPI),$(call library_dir,$(1))/libraries/mpi-constants.txt)
 
 # $(call lesson_link,VARIANT,LESSON,PROGRAM,OBJECTS,FIRST,EARLIER): a
 # program of the lesson's OBJECTS (after FIRST, objects from elsewhere, and
@@ -432,10 +440,11 @@ endef
 # lesson
 define submission_rules
 build/$(1)/$(2)/submission.ok: $(addprefix build/$(1)/$(2)/,$(call edited_objects,$(2))) \
-        $(call lesson_program_parts,$(1),$(2)) $(call lesson_libraries,$(1),$(2)) \
+        $(call lesson_program_parts,$(1),$(2)) $(call lesson_libraries,$(1),$(2)) $(call lesson_constants,$(1),$(2)) \
         build/$($(1)_LIBRARY)/common/libcommon.a scripts/check-submission.sh tests/symbols/all.txt $(wildcard tests/symbols/$(2).txt)
 	@scripts/check-submission.sh $(2) build/$($(1)_LIBRARY)/common/libcommon.a \
 	    $(call lesson_program_lists,$(1),$(2)) $(addprefix --libraries ,$(call lesson_libraries,$(1),$(2))) \
+	    $(addprefix --mpi-constants ,$(call lesson_constants,$(1),$(2))) \
 	    $(addprefix --earlier build/$(1)/,$(call earlier_edited,$(call earlier_objects,$(2)))) \
 	    $(addprefix build/$(1)/$(2)/,$(call edited_objects,$(2)))
 	@touch $$@
@@ -631,10 +640,12 @@ suites_with = $(MAKE) --no-print-directory deps-ready DEPS_OPTIONS="$(2)" && \
     $(MAKE) --no-print-directory $(1) run-suites SUITES_TITLE="$(3)"
 test-clang: ## make test's solution and skeleton suites, built with clang
 	@$(call suites_with,CC=$(CLANG),--clang,built with $(CLANG))
+# With MPICH, the correct programs that use MPI's predefined constants
+# (tests/fixtures/*/uses-mpi-constants) are graded too: full marks.
 test-mpich: ## make test's solution and skeleton suites, built with MPICH
-	@$(call suites_with,MPI=mpich,--mpich,built with MPICH)
+	@$(call suites_with,MPI=mpich SUITES_FIXTURES=uses-mpi-constants,--mpich,built with MPICH)
 run-suites:
-	@scripts/test-suites.sh "$(SUITES_TITLE)" $(BUILT_LESSONS)
+	@scripts/test-suites.sh "$(SUITES_TITLE)" $(if $(SUITES_FIXTURES),--fixtures $(SUITES_FIXTURES)) $(BUILT_LESSONS)
 
 # Several hosts on this machine (network namespaces, Open MPI over TCP
 # between them; needs root): lessons 02, 05, 06 and 07's drivers across

@@ -8,14 +8,21 @@
 #                              programs load define (scripts/library-symbols.sh)
 #     --earlier OBJECT         an earlier lesson's edited file, compiled, that
 #                              the lesson's programs link
+#     --mpi-constants LIST     the symbols MPI's predefined constants refer
+#                              to (scripts/mpi-constants.sh): every one is
+#                              allowed, whatever the lesson
 # Each OBJECT was compiled from one of the files a student edits by the
 # Makefile's rules: with -MMD (its .d file beside it) and -fstack-usage (its
 # .su file). Refused, with one line "refused: FILE ..." each:
 #   what it calls and reads
-#   - a call to anything that tests/symbols/all.txt and LESSON.txt do not
-#     allow (the C library beyond output, memory and mathematics; MPI calls
-#     the communication ledger does not count; the ledgers; the reference
-#     implementations; loading code; running programs; opening files);
+#   - a call to anything (or a use of a library's variable) that
+#     tests/symbols/all.txt and LESSON.txt do not allow (the C library
+#     beyond output, memory and mathematics; MPI calls the communication
+#     ledger does not count; the ledgers; the reference implementations;
+#     loading code; running programs; opening files). MPI's predefined
+#     constants are data a correct program uses (MPI_REQUEST_NULL is a
+#     variable of Open MPI's): all of them are allowed, derived from mpi.h
+#     (--mpi-constants), not listed by hand;
 #   - a raw system call instruction (a way around every rule above);
 #   - an #include of any file but the lesson's and common/'s headers (and
 #     an earlier lesson's, where LESSON.txt says include-from) and the
@@ -56,7 +63,7 @@
 # build, the solutions and every grading run it, so students meet the rules
 # early and the solutions prove they are satisfiable.
 set -uo pipefail
-usage="usage: check-submission.sh LESSON LIBCOMMON [--program PART,...] [--libraries LIST] [--earlier OBJECT] OBJECT..."
+usage="usage: check-submission.sh LESSON LIBCOMMON [--program PART,...] [--libraries LIST] [--mpi-constants LIST] [--earlier OBJECT] OBJECT..."
 lesson=${1:?$usage}
 library=${2:?$usage}
 shift 2
@@ -79,12 +86,13 @@ DATA_LIMIT=98304
 CODE_LIMIT=4194304
 FRAME_LIMIT=65536
 
-programs=() library_lists=() earlier=() objects=()
+programs=() library_lists=() constant_lists=() earlier=() objects=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --program) programs+=("${2:?$usage}"); shift 2 ;;
         --libraries) library_lists+=("${2:?$usage}"); shift 2 ;;
         --earlier) earlier+=("${2:?$usage}"); shift 2 ;;
+        --mpi-constants) constant_lists+=("${2:?$usage}"); shift 2 ;;
         --*) echo "check-submission.sh: unknown option $1 ($usage)" >&2; exit 2 ;;
         *) objects+=("$1"); shift ;;
     esac
@@ -117,6 +125,21 @@ done < <(nm --defined-only -g "$library" 2>/dev/null | awk 'NF == 3 { print $3 }
 while read -r symbol; do
     library_symbols[$symbol]=1
 done < <(nm --defined-only -g "${objects[@]}" 2>/dev/null | awk 'NF == 3 && $2 ~ /[TDBR]/ { print $3 }')
+
+# MPI's predefined constants: used, never called, by a correct program.
+declare -A mpi_constants=()
+if [ "${#constant_lists[@]}" -gt 0 ]; then
+    while read -r symbol; do
+        [ -n "$symbol" ] && mpi_constants[$symbol]=1
+    done < <(cat "${constant_lists[@]}")
+fi
+# The variables (not functions) of the libraries and of common/: a file
+# that refers to one uses it, and a refusal says so ("uses", not "calls").
+declare -A data_symbols=()
+while read -r symbol; do
+    data_symbols[$symbol]=1
+done < <({ [ "${#library_lists[@]}" -gt 0 ] && awk -F '\t' '$3 == "data" { print $1 }' "${library_lists[@]}"
+           nm --defined-only -g "$library" 2>/dev/null | awk 'NF == 3 && $2 ~ /^[BDGRSVbdgrsv]$/ { print $3 }'; } | sort -u)
 
 # Calls that register code to run at exit: refused as what they are, below,
 # not as calls the lesson does not allow.
@@ -176,6 +199,10 @@ for object in "${objects[@]}"; do
         [ -n "$symbol" ] || continue
         symbol=${symbol%%@*}
         [[ " $exit_registrations " == *" $symbol "* ]] && continue
+        [ -n "${mpi_constants[$symbol]:-}" ] && continue
+        # What the file does with it, in a refusal.
+        does=calls may=call
+        [ -n "${data_symbols[$symbol]:-}" ] && does=uses may=use
         verdict=""
         for k in "${!local_files[@]}"; do
             # shellcheck disable=SC2053  # globs on purpose
@@ -189,7 +216,7 @@ for object in "${objects[@]}"; do
                 # shellcheck disable=SC2053
                 if [[ $symbol == ${denies[k]} ]]; then
                     verdict="denied"
-                    refuse "$shown calls $symbol, which $( [ -n "${reasons[k]}" ] && echo "${reasons[k]}" || echo "is not allowed here")"
+                    refuse "$shown $does $symbol, which $( [ -n "${reasons[k]}" ] && echo "${reasons[k]}" || echo "is not allowed here")"
                     break
                 fi
             done
@@ -203,7 +230,7 @@ for object in "${objects[@]}"; do
                 break
             fi
         done
-        [ -n "$verdict" ] || refuse "$shown calls $symbol, which code in lesson $lesson may not call (what it may call: tests/symbols/all.txt and tests/symbols/$lesson.txt)"
+        [ -n "$verdict" ] || refuse "$shown $does $symbol, which code in lesson $lesson may not $may (what it may $may: tests/symbols/all.txt and tests/symbols/$lesson.txt)"
     done < <(nm -u "$object" 2>/dev/null | awk '{ print $NF }' | sort -u)
 done
 

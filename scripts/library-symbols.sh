@@ -9,8 +9,9 @@
 # libraries; another MPI's mpicc, where one is installed). An empty program
 # is linked with each, keeping every library it names (--no-as-needed), and
 # every library the loader would load for it (ldd: the ones they need in
-# turn too) is read: "SYMBOL<TAB>LIBRARY" for each symbol it defines, one
-# a line, sorted by symbol, in OUTPUT. Derived from the libraries
+# turn too) is read: "SYMBOL<TAB>LIBRARY<TAB>KIND" for each symbol it
+# defines (KIND: function, or data for a variable), one a line, sorted by
+# symbol, in OUTPUT. Derived from the libraries
 # themselves, so that a new library version's new symbols are covered.
 # (macOS has no ldd: otool -L names the libraries there, and nm -gU reads
 # them.) Exits 2, saying why, when a command does not link or neither ldd
@@ -61,6 +62,6 @@ done
 # "SYMBOL LIBRARY" after the version (memcpy@@GLIBC_2.14) is cut off.
 printf '%s\n' "${libraries[@]}" | awk '!seen[$0]++' | while read -r library; do
     { if [ "$loader" = ldd ]; then nm -D --defined-only "$library"; else nm -gU "$library"; fi; } 2>/dev/null |
-        awk -v name="${library##*/}" 'NF >= 3 { sub(/@.*/, "", $3); print $3 "\t" name }'
+        awk -v name="${library##*/}" 'NF >= 3 { sub(/@.*/, "", $3); print $3 "\t" name "\t" ($2 ~ /^[BDGRSVbdgrsvu]$/ ? "data" : "function") }'
 done | sort -t "$(printf '\t')" -k1,1 -u > "$work/symbols" || exit 2
 mv "$work/symbols" "$output"

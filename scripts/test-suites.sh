@@ -3,12 +3,20 @@
 # tests and each lesson's against the solution (all must pass), each
 # lesson's against the untouched skeleton (all must fail), as make test runs
 # them. make test-clang runs this after building with clang:
-#   scripts/test-suites.sh "WHAT THE BUILDS ARE" LESSON...
+#   scripts/test-suites.sh "WHAT THE BUILDS ARE" [--fixtures NAME] LESSON...
+# --fixtures NAME: then each lesson's fixture tests/fixtures/LESSON/NAME,
+# where there is one, graded on these builds (make test-mpich grades the
+# correct programs that use MPI's constants, uses-mpi-constants, with MPICH).
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-what=${1:?usage: scripts/test-suites.sh "WHAT THE BUILDS ARE" LESSON...}
+what=${1:?usage: scripts/test-suites.sh "WHAT THE BUILDS ARE" [--fixtures NAME] LESSON...}
 shift
+fixture=""
+if [ "${1:-}" = --fixtures ]; then
+    fixture=${2:?usage: scripts/test-suites.sh "WHAT THE BUILDS ARE" [--fixtures NAME] LESSON...}
+    shift 2
+fi
 tally=build/test-suites/tally
 rm -rf build/test-suites
 mkdir -p build/test-suites
@@ -35,6 +43,16 @@ for lesson in "$@"; do
     run_suite build/solution "build/solution/tests/test_$lesson" "lesson $lesson: the solution" solution
     run_suite build/student "build/student/tests/test_$lesson" "lesson $lesson: the skeleton" skeleton
 done
+
+if [ -n "$fixture" ]; then
+    echo "== the fixtures named $fixture, graded ($what)"
+    make -s --no-print-directory build/grade-tool/grade || status=1
+    for lesson in "$@"; do
+        [ -d "tests/fixtures/$lesson/$fixture" ] || continue
+        scripts/grade-fixture.sh "tests/fixtures/$lesson/$fixture" --tally "$tally" || status=1
+        echo
+    done
+fi
 
 awk -f tests/tally-summary.awk "$tally"
 exit $status

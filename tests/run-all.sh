@@ -17,6 +17,8 @@
 #      command line names the same build folder: each gives the score of
 #      one grading alone, and the bystander survives;
 #  10. what the texts quote is what the programs print (tests/check-texts.sh),
+#      every predefined constant of MPI is accepted in every MPI lesson
+#      (tests/check-mpi-constants.sh),
 #      the shared library keeps its rule for errors
 #      (tests/check-common-errors.sh), and make plots draws a small
 #      results.csv (tests/check-plots.sh; skipped without gnuplot);
@@ -158,6 +160,17 @@ if $full; then
 else
     tests/check-texts.sh --tally "$tally" || status=1
 fi
+echo
+
+# Every predefined constant of MPI accepted by the checks on a student's
+# files, in every MPI lesson (a lesson.mk whose _MPI lists sources), under
+# each MPI installed.
+echo "== MPI's predefined constants, in every MPI lesson (tests/check-mpi-constants.sh)"
+mpi_lessons=()
+for lesson in "$@"; do
+    grep -qE '^\$\(LESSON\)_MPI +:= *[^ ]' "lessons/$lesson/lesson.mk" 2>/dev/null && mpi_lessons+=("$lesson")
+done
+tests/check-mpi-constants.sh build/solution "${mpi_lessons[@]}" --tally "$tally" || status=1
 echo
 
 echo "== the rule for errors in common/"
