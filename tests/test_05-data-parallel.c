@@ -632,6 +632,47 @@ static const char *method_hint(const char *allreduce)
     return "TODO 2: average_gradients leaves the average, not the sum";
 }
 
+/* TODO 4's point is overlap: each layer's average travels while backward
+ * computes the layers before it. The driver's hook (given code) asks the
+ * communication ledger, each time start_layer_average returns, whether an
+ * average is still in flight (a request open). A start that waits for its
+ * average (MPI_Wait at once, or MPI_Test until done) leaves none open, on
+ * any rank. A start that polls (MPI_Testall) may find a layer's average
+ * done on the rank that starts it last, whose partners' data has already
+ * arrived, but not on the rank that starts it first: so the run fails only
+ * when not one start, on any rank, left an average running. One rank has
+ * nothing to overlap. */
+typedef struct {
+    unsigned long long starts, left_running;   /* summed over the ranks */
+} overlap_seen;
+
+static void count_overlap(const char *report, int rank, const char *what,
+                          overlap_seen *seen)
+{
+    unsigned long long starts = 0, running = 0;
+    const char *line = strstr(report, "overlap_starts ");
+    ck_assert_msg(line != NULL && sscanf(line, "overlap_starts %llu "
+                                         "left_running %llu", &starts,
+                                         &running) == 2,
+                  "%s: rank %d's report has no \"overlap_starts\" line",
+                  what, rank);
+    ck_assert_msg(starts > 0, "%s: rank %d: start_layer_average was never "
+                  "called", what, rank);
+    seen->starts += starts;
+    seen->left_running += running;
+}
+
+static void expect_overlap(const overlap_seen *seen, const char *what)
+{
+    ck_assert_msg(seen->left_running > 0, "%s: every one of the %llu calls "
+                  "of start_layer_average (all ranks) returned with its "
+                  "average already complete, so nothing overlapped "
+                  "backward. Hint: TODO 4: start_layer_average starts the "
+                  "average (MPI_Iallreduce) and returns at once, leaving it "
+                  "running; finish_averages completes them all", what,
+                  seen->starts);
+}
+
 /* P ranks of the driver, `local_batch` samples each; rank 0's results. */
 static trained train_on_ranks(int ranks, int local_batch,
                               const char *allreduce, const char *out)
@@ -688,6 +729,7 @@ static trained train_on_ranks(int ranks, int local_batch,
      * request it started. */
     double *other = malloc(t.parameters * sizeof *other);
     ck_assert(other != NULL);
+    overlap_seen overlap = { 0, 0 };
     for (int rank = 0; rank < ranks; rank++) {
         report = harness_read_report(out, rank);
         ck_assert_msg(harness_report_values(report, "requests_open", values,
@@ -702,6 +744,8 @@ static trained train_on_ranks(int ranks, int local_batch,
                       "completes, its data may not have arrived. Hint: %s",
                       what, rank, values[0], values[0] == 1 ? "" : "s", call,
                       method_hint(allreduce));
+        if (strcmp(allreduce, "overlap") == 0)
+            count_overlap(report, rank, what, &overlap);
         free(report);
         if (rank == 0)
             continue;
@@ -714,6 +758,8 @@ static trained train_on_ranks(int ranks, int local_batch,
                           other[k], t.params[k], method_hint(allreduce));
     }
     free(other);
+    if (strcmp(allreduce, "overlap") == 0 && ranks > 1)
+        expect_overlap(&overlap, what);
     return t;
 }
 
