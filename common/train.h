@@ -136,6 +136,8 @@ void train_shard_interleaved(long step, size_t local_batch, int ranks,
       "samples per rank per step", 1, 1 << 16 },                             \
     { "lr", CLI_DOUBLE, &(config).learning_rate, "AdamW's learning rate",    \
       1e-9, 10 },                                                            \
+    { "weight-decay", CLI_DOUBLE, &(config).weight_decay, "AdamW's "         \
+      "decoupled weight decay (0: none)", 0, 1 },                            \
     { "hidden", CLI_INT, &(config).hidden, "hidden layers", 0, 64 },         \
     { "width", CLI_INT, &(config).width, "units per hidden layer", 1,        \
       1 << 14 },                                                             \

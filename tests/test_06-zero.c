@@ -105,9 +105,9 @@ END_TEST
  * multiple of 2, 3 or 4; its largest layer, 22350, spans several of the
  * collectives' chunks), 3 steps of 4 samples a rank from 40 samples (so
  * the shards wrap around the data set), 8 held out. */
-static const run_shape test_run = { 3, 149, 3, 4, 40, 8, 1e-3 };
+static const run_shape test_run = { 3, 149, 3, 4, 40, 8, 1e-3, 0.1 };
 /* A layer of 2 parameters (1 unit to 1 unit), smaller than 3 or 4 ranks. */
-static const run_shape tiny_run = { 2, 1, 3, 4, 40, 8, 1e-3 };
+static const run_shape tiny_run = { 2, 1, 3, 4, 40, 8, 1e-3, 0.1 };
 
 /* Runs the driver: stage `stage` on `ranks` ranks, with `extra` flags
  * (NULL-terminated, may be NULL); its report in `out`. */
@@ -626,7 +626,7 @@ END_TEST
  * under a cap of 1.25 MB. 30 steps of 4 x 16 samples at a learning rate of
  * 6e-3 reach 86-89% on the held-out samples (measured on 1 rank with 64
  * samples a step; chance is 10%). */
-static const run_shape capped_run = { 3, 192, 30, 16, 8192, 256, 6e-3 };
+static const run_shape capped_run = { 3, 192, 30, 16, 8192, 256, 6e-3, 0.1 };
 static const char *const cap_flags[] = { "--memory-cap", "1250000", NULL };
 enum { CAP = 1250000 };
 
@@ -790,7 +790,7 @@ END_TEST
  * from the libraries' own buffers. Many layers of one size, so that
  * holding all at once is far from holding one. One step, no report: what
  * decides is the kernel's count alone. */
-static const run_shape measured_run = { 6, 900, 1, 4, 16, 4, 1e-3 };
+static const run_shape measured_run = { 6, 900, 1, 4, 16, 4, 1e-3, 0.1 };
 
 START_TEST(stage_memory_measured)
 {

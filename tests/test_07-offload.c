@@ -714,10 +714,10 @@ END_TEST
  * 55885, not a multiple of 2, 3 or 4, so the slices differ by one
  * element; the layers cross the slices' edges), 3 steps of 4 samples a
  * rank from 40 samples, 8 held out. */
-static const run_shape test_run = { 3, 149, 3, 4, 40, 8, 1e-3 };
+static const run_shape test_run = { 3, 149, 3, 4, 40, 8, 1e-3, 0.1 };
 /* For the delayed update: 6 steps, the delay from step 2 on, so that
  * steps 3-5 take their gradients on parameters one update old. */
-static const run_shape delayed_run = { 3, 149, 6, 4, 40, 8, 1e-3 };
+static const run_shape delayed_run = { 3, 149, 6, 4, 40, 8, 1e-3, 0.1 };
 enum { DELAY_FROM = 2 };
 
 /* Runs the driver on `ranks` ranks with `extra` flags (NULL-terminated,
@@ -1264,7 +1264,7 @@ END_TEST
  * under Ψ/4 here, at most three of them at once: a bucket and two own
  * parts). 200 steps at 3e-3 reach 0.857 on 512 held-out samples (measured
  * with the reference solution; chance is 0.1). */
-static const run_shape big_run = { 5, 192, 200, 8, 8192, 512, 3e-3 };
+static const run_shape big_run = { 5, 192, 200, 8, 8192, 512, 3e-3, 0.1 };
 static const char *const small_device[] = { "--device-memory", "1100000",
                                             NULL };
 enum { SMALL_DEVICE = 1100000, BIG_PSI = 162634 };
@@ -1309,7 +1309,7 @@ END_TEST
  * twenty-four times HARNESS_MEMORY_SLACK; the test model above is too
  * small to tell such a copy from the libraries' own buffers. One step, no
  * report: what decides is the kernel's count alone. */
-static const run_shape measured_run = { 6, 900, 1, 4, 16, 4, 1e-3 };
+static const run_shape measured_run = { 6, 900, 1, 4, 16, 4, 1e-3, 0.1 };
 
 /* The model's layers, as training_reference lays them out, without
  * running it: what offload_allowed needs. */

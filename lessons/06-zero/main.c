@@ -45,7 +45,7 @@
 typedef struct {
     size_t steps, local_batch, samples, held_out, memory_cap;
     int stage, hidden, width, features, classes;
-    double learning_rate;
+    double learning_rate, weight_decay;
     uint64_t seed;
     bool prefetch, find_batch;
     const char *out;
@@ -501,7 +501,7 @@ static double samples_per_second(const run_config *c, const dataset *data,
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const adamw_config adamw = { (float)c->learning_rate, 0.9f, 0.999f,
-                                 1e-8f, 0.0f };
+                                 1e-8f, (float)c->weight_decay };
     const size_t steps = 1 + TIMED_ROUNDS * STEPS_A_ROUND;
     run_config at_stage = *c;
     at_stage.stage = stage;
@@ -659,7 +659,7 @@ int main(int argc, char **argv)
         memory_ledger_set_cap(c.memory_cap, c.rank);
 
     const adamw_config adamw = { (float)c.learning_rate, 0.9f, 0.999f, 1e-8f,
-                                 0.0f };
+                                 (float)c.weight_decay };
     /* The OpenMP runtime allocates its own bookkeeping when it first
      * starts its threads (LLVM's, under clang, some 70 KiB a process):
      * start them now, with a product just large enough to be shared among

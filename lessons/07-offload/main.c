@@ -49,7 +49,7 @@
 typedef struct {
     size_t steps, local_batch, samples, held_out, device_memory, dpu;
     int hidden, width, features, classes;
-    double learning_rate;
+    double learning_rate, weight_decay;
     uint64_t seed;
     bool no_offload;
     const char *backend, *out;
@@ -584,7 +584,7 @@ int main(int argc, char **argv)
     mpi_exit_if_any(failed, "train_offload", why);
 
     const adamw_config adamw = { (float)c.learning_rate, 0.9f, 0.999f, 1e-8f,
-                                 0.0f };
+                                 (float)c.weight_decay };
     /* The OpenMP runtime allocates its own bookkeeping when it first
      * starts its threads: start them now (a product just large enough to
      * be shared, common/matmul.c), so that it is in the baseline and not

@@ -64,7 +64,7 @@ training_reference training_reference_run(int ranks, int batch,
     memcpy(ref.initial, ref.master, total * sizeof(float));
     bf16_from_floats(ref.params, ref.master, total);
     const adamw_config adamw = { (float)shape->learning_rate, 0.9f, 0.999f,
-                                 1e-8f, 0.0f };
+                                 1e-8f, (float)shape->weight_decay };
     bool pending = false;
     for (int step = 0; step < shape->steps; step++) {
         double loss_sum = 0;
@@ -133,13 +133,14 @@ run_result training_run(const char *lesson, const char *program, int ranks,
     snprintf(numbers[3], sizeof numbers[3], "%d", shape->width);
     snprintf(numbers[4], sizeof numbers[4], "%d", shape->samples);
     snprintf(numbers[5], sizeof numbers[5], "%d", shape->held_out);
-    char lr[32];
+    char lr[32], decay[32];
     snprintf(lr, sizeof lr, "%.17g", shape->learning_rate);
+    snprintf(decay, sizeof decay, "%.17g", shape->weight_decay);
     char *args[32] = { "--steps", numbers[0], "--local-batch", numbers[1],
                        "--hidden", numbers[2], "--width", numbers[3],
                        "--samples", numbers[4], "--held-out", numbers[5],
-                       "--lr", lr };
-    int n = 14;
+                       "--lr", lr, "--weight-decay", decay };
+    int n = 16;
     for (int k = 0; extra != NULL && extra[k] != NULL && n < 29; k++)
         args[n++] = (char *)extra[k];
     if (out != NULL) {

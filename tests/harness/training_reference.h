@@ -15,12 +15,14 @@
 /* A run of the drivers: hidden layers of `width` units on the generated
  * task of 64 features and 10 classes (seed 1), `steps` steps of `batch`
  * samples a rank from `samples` training samples, `held_out` after them,
- * AdamW with this learning rate (betas 0.9, 0.999, epsilon 1e-8, no
- * weight decay). */
+ * AdamW with this learning rate and decoupled weight decay (betas 0.9,
+ * 0.999, epsilon 1e-8). The tests' runs all decay the weights, as a user's
+ * would: an update that handles the decay wrongly (adds it to the
+ * gradient, or leaves it out) trains another model. */
 typedef struct {
     int hidden, width;
     int steps, batch, samples, held_out;
-    double learning_rate;
+    double learning_rate, weight_decay;
 } run_shape;
 
 mlp_config shape_of(const run_shape *shape);
