@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "comm_ledger.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,47 @@ static uint64_t others(const int counts[], int size, int except,
 
 /* ---- open requests ---- */
 
+/* What MPI may read until a non-blocking call completes, beyond its
+ * buffers: the arrays of counts and displacements (MPI_Iallgatherv's
+ * recvcounts and displs, ...). MPI requires them to stay as they were
+ * until the request completes; some libraries copy them when the call
+ * starts and some read them later, so code that passes arrays which die
+ * when its function returns (on its stack) works with one MPI and breaks
+ * with another. The ledger copies each at the start and compares at the
+ * completion: changed, the program stops, saying which call's array. */
+enum { KEPT_MAX = 4 };
+typedef struct {
+    int arrays;                  /* how many of the call's arrays */
+    int length;                  /* ints each: the communicator's size */
+    const int *where[KEPT_MAX];
+    const char *name[KEPT_MAX];  /* the argument's name, for the message */
+    int *copy;                   /* arrays * length ints, malloc'd */
+} kept_arguments;
+
+/* The arrays of the call being started, filed by opened() with its
+ * request. */
+static kept_arguments entered_kept;
+
+/* Before a non-blocking call with arrays of counts or displacements:
+ * NAME, ARRAY pairs, `arrays` of them, each of `length` ints (a NULL
+ * array, one the call does not read on this rank, is skipped). */
+static void keep_arguments(int length, int arrays, ...)
+{
+    kept_arguments kept = { 0, length, { NULL }, { NULL }, NULL };
+    va_list list;
+    va_start(list, arrays);
+    for (int k = 0; k < arrays && k < KEPT_MAX; k++) {
+        const char *name = va_arg(list, const char *);
+        const int *where = va_arg(list, const int *);
+        if (where == NULL || length <= 0)
+            continue;
+        kept.name[kept.arrays] = name;
+        kept.where[kept.arrays++] = where;
+    }
+    va_end(list);
+    entered_kept = kept;
+}
+
 /* The requests started and not yet completed, oldest first, with the call
  * that started each. A handle may be reused by MPI once completed, so a
  * completed one leaves the list at once. */
@@ -146,6 +188,7 @@ typedef struct {
     MPI_Request handle;
     call_kind kind;
     uint64_t received;  /* the bytes it was counted to receive */
+    kept_arguments kept;
 } open_request;
 
 static open_request *open_requests;
@@ -181,9 +224,20 @@ static void abort_out_of_memory(const char *what)
  * its own. */
 static int opened(call_kind kind, int result, const MPI_Request *request)
 {
+    kept_arguments kept = entered_kept;
+    entered_kept = (kept_arguments){ 0, 0, { NULL }, { NULL }, NULL };
     if (result != MPI_SUCCESS || request == NULL ||
         *request == MPI_REQUEST_NULL)
         return leave(result);
+    if (kept.arrays > 0) {
+        size_t ints = (size_t)kept.arrays * (size_t)kept.length;
+        kept.copy = malloc(ints * sizeof *kept.copy);
+        if (kept.copy == NULL)
+            abort_out_of_memory("a copy of a call's counts");
+        for (int k = 0; k < kept.arrays; k++)
+            memcpy(kept.copy + (size_t)k * (size_t)kept.length, kept.where[k],
+                   (size_t)kept.length * sizeof *kept.copy);
+    }
     if (open_count == open_capacity) {
         size_t capacity = open_capacity ? 2 * open_capacity : 64;
         open_request *grown = realloc(open_requests,
@@ -196,9 +250,36 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
     open_requests[open_count].handle = *request;
     open_requests[open_count].kind = kind;
     open_requests[open_count].received = entered_received;
+    open_requests[open_count].kept = kept;
     if (open_count++ == 0)
         requests_hold_device = device_access_begin();
     return leave(result);
+}
+
+/* At a request's completion: its arrays as they were when it started, or
+ * the program stops. */
+static void check_kept(call_kind kind, kept_arguments *kept)
+{
+    for (int a = 0; a < kept->arrays; a++)
+        for (int r = 0; r < kept->length; r++) {
+            int was = kept->copy[(size_t)a * (size_t)kept->length + (size_t)r];
+            int is = kept->where[a][r];
+            if (was == is)
+                continue;
+            fprintf(stderr, "comm ledger: rank %d: the %s array given to %s "
+                    "changed before its request completed (element %d was "
+                    "%d, is %d): MPI may read it until the request "
+                    "completes, so it must stay as it was until then. Keep "
+                    "it in memory that lives as long as the request (the "
+                    "state your code keeps, or the heap), not in a local "
+                    "array of a function that returns before the wait%s%s%s\n",
+                    world_rank(), kept->name[a], ledger[kind].name, r, was,
+                    is, steps_current()[0] ? " (the rank was in " : "",
+                    steps_current(), steps_current()[0] ? ")" : "");
+            abort_after_message();
+        }
+    free(kept->copy);
+    kept->copy = NULL;
 }
 
 static void closed(MPI_Request handle)
@@ -207,6 +288,7 @@ static void closed(MPI_Request handle)
      * are started. */
     for (size_t k = open_count; k-- > 0;)
         if (open_requests[k].handle == handle) {
+            check_kept(open_requests[k].kind, &open_requests[k].kept);
             memmove(&open_requests[k], &open_requests[k + 1],
                     (open_count - k - 1) * sizeof *open_requests);
             if (--open_count == 0 && requests_hold_device) {
@@ -900,6 +982,9 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
 {
     uint64_t to_others = comm_rank(comm) == root
         ? others(sendcounts, comm_size(comm), root, sendtype) : 0;
+    if (comm_rank(comm) == root)
+        keep_arguments(comm_size(comm), 2, "sendcounts", sendcounts,
+                       "displs", displs);
     count_scatter(CALL_Iscatterv, to_others, type_bytes(recvtype, recvcount),
                   root, comm);
     return opened(CALL_Iscatterv,
@@ -952,6 +1037,9 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     uint64_t from_others = comm_rank(comm) == root
         ? others(recvcounts, comm_size(comm), root, recvtype) : 0;
+    if (comm_rank(comm) == root)
+        keep_arguments(comm_size(comm), 2, "recvcounts", recvcounts,
+                       "displs", displs);
     count_gather(CALL_Igatherv, type_bytes(sendtype, sendcount), from_others,
                  root, comm);
     return opened(CALL_Igatherv,
@@ -999,6 +1087,8 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request *request)
 {
+    keep_arguments(comm_size(comm), 2, "recvcounts", recvcounts, "displs",
+                   displs);
     count_allgatherv(CALL_Iallgatherv, recvcounts, recvtype, comm);
     return opened(CALL_Iallgatherv,
                   PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
@@ -1062,6 +1152,7 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
                         const int recvcounts[], MPI_Datatype type, MPI_Op op,
                         MPI_Comm comm, MPI_Request *request)
 {
+    keep_arguments(comm_size(comm), 1, "recvcounts", recvcounts);
     count_reduce_scatter(CALL_Ireduce_scatter, recvcounts, type, comm);
     return opened(CALL_Ireduce_scatter,
                   PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op,
@@ -1134,6 +1225,8 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
                    MPI_Datatype recvtype, MPI_Comm comm,
                    MPI_Request *request)
 {
+    keep_arguments(comm_size(comm), 4, "sendcounts", sendcounts, "sdispls",
+                   sdispls, "recvcounts", recvcounts, "rdispls", rdispls);
     count_alltoallv(CALL_Ialltoallv, sendcounts, sendtype, recvcounts,
                     recvtype, comm);
     return opened(CALL_Ialltoallv,
@@ -1164,6 +1257,18 @@ comm_counts comm_ledger_total(void)
         total.seconds += ledger[k].counts.seconds;
     }
     return total;
+}
+
+/* 128 KiB: twice the largest frame a student's function may have
+ * (scripts/check-submission.sh refuses larger ones), filled with a value
+ * no count is (negative). noinline: its frame must lie below the
+ * caller's, where the dead frames were; volatile: the stores must be
+ * made. */
+__attribute__((noinline)) void comm_ledger_overwrite_dead_frames(void)
+{
+    volatile int below[32768];
+    for (size_t k = 0; k < sizeof below / sizeof below[0]; k++)
+        below[k] = -0x5a5a5a5b;
 }
 
 void comm_ledger_reset(void)

@@ -103,6 +103,15 @@ size_t comm_ledger_open_requests(const char **first_call);
  * stand-in of no bytes). */
 size_t comm_ledger_open_requests_of(const char *call, uint64_t *received);
 
+/* Overwrites the stack below the caller's frame, where the frames of the
+ * functions it called and that have returned lay: given code calls it
+ * right after a student's function that starts a non-blocking call
+ * returns (lesson 06's stage3_prefetched), so that arrays of counts or
+ * displacements left on that function's dead stack are certain to change
+ * before the request completes, and the ledger's check at completion
+ * sees it (whatever the next calls would have written there). */
+void comm_ledger_overwrite_dead_frames(void);
+
 /* Writes "comm NAME CALLS SENT RECEIVED" for every call made at least once,
  * then "requests_open N", followed by the oldest one's call when N > 0. */
 void comm_ledger_write(FILE *out);

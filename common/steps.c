@@ -46,10 +46,19 @@ static void write_field(char *field, const char *text)
     memcpy(field, line, FIELD);
 }
 
+/* The step last entered, for messages of given code (steps_current). */
+static char current_step[STEPS_FIELD];
+
 void steps_enter(const char *step)
 {
+    snprintf(current_step, sizeof current_step, "%s", step ? step : "");
     if (page != NULL)
         write_field(page, step);
+}
+
+const char *steps_current(void)
+{
+    return current_step;
 }
 
 void steps_in_call(const char *call)

@@ -26,6 +26,10 @@ void steps_open(int rank);
  * kept). */
 void steps_enter(const char *step);
 
+/* The step last entered ("" before the first), for given code's messages:
+ * the communication ledger names the TODO a rank was in when it stops it. */
+const char *steps_current(void);
+
 /* This rank is inside MPI call `call`; NULL when it has returned. */
 void steps_in_call(const char *call);
 

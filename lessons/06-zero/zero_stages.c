@@ -141,6 +141,7 @@ const bf16 *zero_forward_params(zero_state *z, int layer)
     if (!z->prefetch)
         return stage3_gather(z, layer);
     const bf16 *params = stage3_prefetched(z, layer, layer + 1);
+    comm_ledger_overwrite_dead_frames();
     observe_prefetch(z, layer, layer + 1);
     return params;
 }
@@ -166,6 +167,7 @@ const bf16 *zero_backward_params(zero_state *z, int layer, bf16 **grads)
     const bf16 *params;
     if (z->prefetch) {
         params = stage3_prefetched(z, layer, layer - 1);
+        comm_ledger_overwrite_dead_frames();
         observe_prefetch(z, layer, layer - 1);
     } else {
         params = stage3_gather(z, layer);
