@@ -85,6 +85,10 @@ typedef struct {
      * opened for another copy, holds its source's bytes (LANDED). */
     enum { UNSEEN, POISONED, LANDED } destination;
     bool booked;                /* the books have it (landed early) */
+    /* cpu, to the device: a hash of the source when the copy started,
+     * and the host code that started it (device_name_host_code). */
+    uint64_t source_hash;
+    const char *started_in;
 } pending_copy;
 
 static struct {
@@ -937,6 +941,46 @@ static pending_copy *pending_record(const device_copy *copy)
     return NULL;
 }
 
+/* A hash of `bytes` bytes (a 64-bit multiply-xorshift over words): a
+ * source written between a copy's start and its wait hashes differently,
+ * but for one chance in 2^64. */
+static uint64_t hash_of(const void *start, size_t bytes)
+{
+    const unsigned char *at = start;
+    uint64_t hash = 0x9e3779b97f4a7c15u ^ bytes;
+    size_t k = 0;
+    for (; k + 8 <= bytes; k += 8) {
+        uint64_t word;
+        memcpy(&word, at + k, sizeof word);
+        hash = (hash ^ word) * 0xff51afd7ed558ccdu;
+        hash ^= hash >> 32;
+    }
+    for (; k < bytes; k++)
+        hash = (hash ^ at[k]) * 0x100000001b3u;
+    return hash;
+}
+
+/* Stops the program if the host source of a copy to the device was
+ * written between the copy's start and its wait. The cpu backend copies
+ * at the wait, so the bytes written late would arrive; a GPU copies at
+ * any moment in between, and would deliver some of the old ones. */
+static void check_source_unchanged(const pending_copy *p)
+{
+    if (!p->to_device || hash_of(p->src, p->bytes) == p->source_hash)
+        return;
+    char why[640];
+    snprintf(why, sizeof why, "the host memory at %p that a pending copy "
+             "of %zu bytes to the device reads (started%s%s) was written "
+             "between the copy's start and its wait. A GPU copies it at any "
+             "moment in between, so some of the new bytes would not "
+             "arrive: finish writing a source before you start its copy, "
+             "and leave it alone until device_wait returns",
+             p->src, p->bytes, p->started_in ? " in " : "",
+             p->started_in ? p->started_in : " by host code");
+    unlock();
+    device_check_failed("device_wait", why);
+}
+
 static int copy_async(const char *function, void *dst, const void *src,
                       size_t bytes, int to_device, device_copy *copy,
                       char *error, size_t error_len)
@@ -972,7 +1016,11 @@ static int copy_async(const char *function, void *dst, const void *src,
     } else if (!to_device) {
         /* Host memory: NaN until the wait, from now on. */
         memset(dst, 0xff, bytes);
-    } else if (arena.access > 0) {
+    } else {
+        record.source_hash = hash_of(src, bytes);
+        record.started_in = code_here;
+    }
+    if (device.cuda == NULL && to_device && arena.access > 0) {
         /* The arena is open (given code computes on another thread): its
          * destination reads NaN from now on. */
         memset(dst, 0xff, bytes);
@@ -1039,6 +1087,8 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         return -1;
     }
     check_unchanged(copy, record);
+    if (device.cuda == NULL)
+        check_source_unchanged(record);
     const pending_copy p = *record;
     /* Off the list first: opening the arena below must not make this
      * copy's own destination NaN. */
