@@ -488,14 +488,17 @@ START_TEST(close_fails_while_copies_are_pending)
 {
     open_cpu(MIB, -1);
     unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 64);
+    unsigned char *back = device_host_alloc(MEMORY_HOST_STAGING, 32);
     unsigned char *block = device_alloc(MEMORY_PARAMETERS, 64);
-    ck_assert(host != NULL && block != NULL);
+    ck_assert(host != NULL && back != NULL && block != NULL);
     memset(host, 5, 64);
     char error[256] = "";
     device_copy first, second;
+    /* The copy back lands in memory of its own: into `host`, it would
+     * write the first copy's source before that copy's wait. */
     ck_assert(device_copy_to_device_async(block, host, 64, &first, error,
                                           sizeof error) == 0);
-    ck_assert(device_copy_to_host_async(host, block, 32, &second, error,
+    ck_assert(device_copy_to_host_async(back, block, 32, &second, error,
                                         sizeof error) == 0);
     ck_assert(device_close(error, sizeof error) == -1);
     ck_assert_str_eq(error, "2 copies are still pending: device_wait for "
@@ -510,6 +513,7 @@ START_TEST(close_fails_while_copies_are_pending)
     ck_assert_msg(device_close(error, sizeof error) == 0, "%s", error);
     ck_assert_uint_eq(device_capacity(), 0);
     device_free(block);
+    device_host_free(back);
     device_host_free(host);
 }
 END_TEST
@@ -639,6 +643,40 @@ START_TEST(freeing_a_source_under_a_pending_copy_stops)
 {
     stopped s = run_stopping(free_the_source);
     expect_stopped(&s, "device_host_free of a block a pending copy reads");
+}
+END_TEST
+
+/* A source written between its copy's start and its wait: the cpu device
+ * copies at the wait, so the new byte would arrive; a GPU copies in
+ * between. One byte changed, the last of 300, is enough. */
+static void write_the_source(void)
+{
+    open_cpu(MIB, 4);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 300);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 300);
+    char error[256];
+    device_copy copy;
+    if (host == NULL || block == NULL)
+        _exit(91);
+    memset(host, 3, 300);
+    if (device_copy_to_device_async(block, host, 300, &copy, error,
+                                    sizeof error) != 0)
+        _exit(91);
+    host[299] = 4;
+    expect("device_wait: the host memory at %p that a pending copy of %zu "
+           "bytes to the device reads (started by host code) was written "
+           "between the copy's start and its wait. A GPU copies it at any "
+           "moment in between, so some of the new bytes would not arrive: "
+           "finish writing a source before you start its copy, and leave "
+           "it alone until device_wait returns\n", (void *)host,
+           (size_t)300);
+    device_wait(&copy, error, sizeof error);
+}
+
+START_TEST(writing_a_source_under_a_pending_copy_stops)
+{
+    stopped s = run_stopping(write_the_source);
+    expect_stopped(&s, "a source written before its copy's wait");
 }
 END_TEST
 
@@ -981,6 +1019,9 @@ Suite *lesson_suite(void)
                 10);
     harness_add(suite, "device: freeing a copy's source stops, status 1",
                 freeing_a_source_under_a_pending_copy_stops, 0, 10);
+    harness_add(suite, "device: writing a copy's source before its wait "
+                "stops, status 1", writing_a_source_under_a_pending_copy_stops,
+                0, 10);
     harness_add(suite, "device: freeing after the wait is fine",
                 freeing_after_the_wait_is_fine, 0, 10);
     harness_add(suite, "device: memory of the wrong kind stops, status 1",
