@@ -9,6 +9,10 @@
 #include "optimizer.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "steps.h"
 
 /* Below this many elements, waking the threads costs more than the work. */
 #define PARALLEL_THRESHOLD 65536
@@ -25,8 +29,25 @@ void sgd_step(const sgd_config *config, float *params, const float *grads,
     }
 }
 
+/* A step below 1 is the caller's bug, not bad input: at step 0 both bias
+ * corrections are 0, the update divides by them, and every parameter
+ * becomes infinite or NaN, which a run would report steps later as a NaN
+ * loss with no cause. Said here, with the step the rank was in. */
+static _Noreturn void adamw_step_check_failed(long step)
+{
+    const char *where = steps_current();
+    fprintf(stderr, "adamw: step %ld: AdamW's steps count from 1 (its bias "
+            "corrections 1 - beta^step are 0 at step 0, and the update "
+            "divides by them): pass the training loop's step + 1, the loop "
+            "counting from 0%s%s%s\n", step, where[0] ? " (the rank was in " : "",
+            where, where[0] ? ")" : "");
+    exit(1);
+}
+
 adamw_constants adamw_constants_of(const adamw_config *config, long step)
 {
+    if (step < 1)
+        adamw_step_check_failed(step);
     adamw_constants c = { config->learning_rate, config->beta1,
                           config->beta2, config->epsilon,
                           config->weight_decay, 0, 0 };
