@@ -100,6 +100,10 @@ static struct {
     const device_cuda_backend *cuda;   /* while the cuda backend is used */
     pending_copy *pending;       /* started, not yet waited for */
     size_t pending_count, pending_room;
+    /* The blocks device_host_alloc gave, so that a copy's host end is
+     * bounds-checked as its device end is. */
+    struct host_block { uintptr_t start; size_t bytes; } *host_blocks;
+    size_t host_block_count, host_block_room;
     double waited_to_device, waited_to_host;
     device_books cuda_books;     /* the books where there is no arena */
 } device;
@@ -805,6 +809,71 @@ void device_free(void *block)
     ledger_free(block);
 }
 
+/* Files a host block (lock not held). */
+static void *host_block_kept(void *block, size_t bytes)
+{
+    if (block == NULL)
+        return NULL;
+    lock();
+    if (device.host_block_count == device.host_block_room)
+        device.host_blocks = grow(device.host_blocks, &device.host_block_room,
+                                  sizeof *device.host_blocks);
+    device.host_blocks[device.host_block_count++] =
+        (struct host_block){ (uintptr_t)block, bytes };
+    unlock();
+    return block;
+}
+
+static void host_block_dropped(const void *block)
+{
+    lock();
+    for (size_t k = 0; k < device.host_block_count; k++)
+        if (device.host_blocks[k].start == (uintptr_t)block) {
+            device.host_blocks[k] =
+                device.host_blocks[--device.host_block_count];
+            break;
+        }
+    unlock();
+}
+
+/* A copy's host end against the host blocks: 0, or -1 with the line when
+ * it starts in one and runs past its end (a copy that would write past a
+ * block corrupts the heap, and the crash comes later, somewhere else).
+ * Host memory from elsewhere (malloc) has no bounds known here. (Lock
+ * held.) */
+static int check_host_range(const char *function, const char *which,
+                            const void *start, size_t bytes, char *error,
+                            size_t error_len)
+{
+    const uintptr_t at = (uintptr_t)start;
+    for (size_t k = 0; k < device.host_block_count; k++) {
+        const struct host_block *b = &device.host_blocks[k];
+        if (at < b->start || at - b->start >= b->bytes)
+            continue;
+        const size_t offset = (size_t)(at - b->start);
+        if (bytes <= b->bytes - offset)
+            return 0;
+        snprintf(error, error_len, "%s: %s, %zu bytes from byte %zu of a "
+                 "host block of %zu bytes (device_host_alloc), runs %zu "
+                 "bytes past its end: check the offset and the count%s%s%s",
+                 function, which, bytes, offset, b->bytes,
+                 bytes - (b->bytes - offset), code_here ? " (in " : "",
+                 code_here ? code_here : "", code_here ? ")" : "");
+        return -1;
+    }
+    return 0;
+}
+
+bool device_is_host_block(const void *block)
+{
+    bool found = false;
+    lock();
+    for (size_t k = 0; k < device.host_block_count && !found; k++)
+        found = device.host_blocks[k].start == (uintptr_t)block;
+    unlock();
+    return found;
+}
+
 void *device_host_alloc(memory_category category, size_t bytes)
 {
     require_open("device_host_alloc");
@@ -813,8 +882,9 @@ void *device_host_alloc(memory_category category, size_t bytes)
                             "host memory: say MEMORY_HOST_OPTIMIZER or "
                             "MEMORY_HOST_STAGING");
     if (device.cuda != NULL)
-        return device.cuda->host_alloc(category, bytes);
-    return ledger_alloc(category, bytes);
+        return host_block_kept(device.cuda->host_alloc(category, bytes),
+                               bytes);
+    return host_block_kept(ledger_alloc(category, bytes), bytes);
 }
 
 void device_host_free(void *block)
@@ -824,6 +894,7 @@ void device_host_free(void *block)
     if (device.cuda != NULL) {
         check_no_copy_touches("device_host_free", block,
                               device.cuda->host_block_bytes(block));
+        host_block_dropped(block);
         device.cuda->host_free(block);
         return;
     }
@@ -832,6 +903,7 @@ void device_host_free(void *block)
                             "free it with device_free");
     check_no_copy_touches("device_host_free", block,
                           ledger_block_bytes(block));
+    host_block_dropped(block);
     ledger_free(block);
 }
 
@@ -862,6 +934,10 @@ static int check_copy(const char *function, const void *dst, const void *src,
                  to_device ? "the source" : "the destination", bytes);
         status = -1;
     }
+    if (status == 0)
+        status = check_host_range(function,
+                                  to_device ? "the source" : "the destination",
+                                  host_end, bytes, error, error_len);
     unlock();
     return status;
 }

@@ -104,6 +104,10 @@ void device_free(void *block);
 void *device_host_alloc(memory_category category, size_t bytes);
 void device_host_free(void *block);
 
+/* Whether `block` is a block device_host_alloc returned and that is not
+ * freed: given code checks that what must live in host memory does. */
+bool device_is_host_block(const void *block);
+
 /* Blocking copies: when they return 0, dst holds src's bytes. -1 with a
  * line in `error`: a NULL pointer, a device end outside every device
  * block, a host end in device memory, or (cuda) a failed copy. */

@@ -70,8 +70,35 @@ void offload_create(offload_state *o, mlp *model, const adamw_config *adamw,
     o->update_step = -1;
 }
 
+/* What offload_allocate must put in host memory, each a block of
+ * device_host_alloc: checked before anything writes them, so that a block
+ * put on the device is named here, not by a fault or a free much later. */
+static void check_host_placement(const offload_state *o)
+{
+    const struct { const void *block; const char *what; } host[] = {
+        { o->master, "o->master (the fp32 master weights)" },
+        { o->m, "o->m (Adam's first moment)" },
+        { o->v, "o->v (Adam's second moment)" },
+        { o->host_grads[0], "o->host_grads[0] (the gradients that come "
+                            "down)" },
+        { o->host_params, "o->host_params (the parameters that go up)" },
+    };
+    for (size_t k = 0; k < sizeof host / sizeof host[0]; k++)
+        if (o->own_count > 0 && !device_is_host_block(host[k].block)) {
+            char why[384];
+            snprintf(why, sizeof why, "offload_allocate (TODO 3) left %s "
+                     "outside host memory: it lives on the host (the CPU "
+                     "Adam reads and writes it there), a block of "
+                     "device_host_alloc (MEMORY_HOST_OPTIMIZER for the "
+                     "optimizer's state, MEMORY_HOST_STAGING for what is "
+                     "copied)", host[k].what);
+            offload_fail(o, why);
+        }
+}
+
 void offload_initialize(offload_state *o, uint64_t seed)
 {
+    check_host_placement(o);
     const size_t own = o->own_count, total = o->zero.total;
     mlp_init_range(o->zero.model, seed, o->zero.own.begin, own, o->master);
     memset(o->m, 0, own * sizeof *o->m);
