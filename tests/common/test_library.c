@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "cli.h"
 #include "compare.h"
+#include "format_bytes.h"
 #include "kernels.h"
 #include "memory_ledger.h"
 #include "matrix.h"
@@ -165,6 +166,8 @@ START_TEST(matrix_try_alloc_returns_the_reason)
     matrix_free(A);
 }
 END_TEST
+
+/* ---- format_bytes.h ---- */
 
 START_TEST(format_bytes_reads_well)
 {
@@ -828,8 +831,8 @@ Suite *lesson_suite(void)
                      matrix_alloc_too_large_exits_2, 2, 10);
     harness_add(suite, "matrix: _try_ forms return the reason",
                 matrix_try_alloc_returns_the_reason, 0, 10);
-    harness_add(suite, "matrix: byte counts for people", format_bytes_reads_well,
-                0, 10);
+    harness_add(suite, "format_bytes: byte counts for people",
+                format_bytes_reads_well, 0, 10);
     harness_add(suite, "compare: first mismatch", compare_reports_first_mismatch,
                 0, 10);
     harness_add(suite, "compare: NaN never passes", compare_fails_on_nan, 0, 10);
