@@ -97,29 +97,65 @@ FILE *report_open(const char *dir, int rank)
     return file;
 }
 
-int report_write_doubles(const char *dir, const char *name, int rank,
-                         const double *values, size_t count)
+/* Opens DIR/NAME-rank-RANK.bin for writing; NULL (after saying why) on
+ * failure. */
+static FILE *open_vector(const char *dir, const char *name, int rank,
+                         char path[REPORT_PATH])
 {
     /* The file name and its NUL: the room report_check_dir leaves, less
      * the slash. */
-    char file_name[REPORT_NAME_ROOM - 1], path[REPORT_PATH];
+    char file_name[REPORT_NAME_ROOM - 1];
     int len = snprintf(file_name, sizeof file_name, "%s-rank-%d.bin", name,
                        rank);
     if (len < 0 || (size_t)len >= sizeof file_name) {
         fprintf(stderr, "%s: report name too long\n", name);
-        return -1;
+        return NULL;
     }
     if (!report_path(path, dir, file_name))
-        return -1;
+        return NULL;
     FILE *file = fopen(path, "wb");
-    if (file == NULL) {
+    if (file == NULL)
         perror(path);
-        return -1;
-    }
-    size_t written = fwrite(values, sizeof *values, count, file);
-    if (fclose(file) != 0 || written != count) {
+    return file;
+}
+
+/* Closes a vector's file; -1 (after saying why) when it or the writes
+ * before it failed. */
+static int close_vector(FILE *file, const char *path, bool written)
+{
+    if (fclose(file) != 0 || !written) {
         perror(path);
         return -1;
     }
     return 0;
+}
+
+int report_write_doubles(const char *dir, const char *name, int rank,
+                         const double *values, size_t count)
+{
+    char path[REPORT_PATH];
+    FILE *file = open_vector(dir, name, rank, path);
+    if (file == NULL)
+        return -1;
+    size_t written = fwrite(values, sizeof *values, count, file);
+    return close_vector(file, path, written == count);
+}
+
+int report_write_floats(const char *dir, const char *name, int rank,
+                        const float *values, size_t count)
+{
+    char path[REPORT_PATH];
+    FILE *file = open_vector(dir, name, rank, path);
+    if (file == NULL)
+        return -1;
+    enum { PIECE = 512 };
+    double widened[PIECE];
+    bool written = true;
+    for (size_t first = 0; written && first < count; first += PIECE) {
+        size_t piece = count - first < PIECE ? count - first : PIECE;
+        for (size_t k = 0; k < piece; k++)
+            widened[k] = values[first + k];
+        written = fwrite(widened, sizeof *widened, piece, file) == piece;
+    }
+    return close_vector(file, path, written);
 }

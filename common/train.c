@@ -245,6 +245,17 @@ int train_run(const train_setup *setup, const train_steps *plug,
     return status;
 }
 
+void train_run_or_exit(const char *program, const train_setup *setup,
+                       const train_steps *steps)
+{
+    char error[256];
+    int status = train_run(setup, steps, error, sizeof error);
+    if (status != 0) {
+        fprintf(stderr, "%s: %s\n", program, error);
+        MPI_Abort(MPI_COMM_WORLD, status);
+    }
+}
+
 void train_generate_or_exit(const char *program, size_t samples,
                             size_t held_out, int features, int classes,
                             uint64_t seed, dataset *train, dataset *held)

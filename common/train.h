@@ -116,6 +116,11 @@ typedef struct {
 int train_run(const train_setup *setup, const train_steps *steps,
               char *error, size_t error_len);
 
+/* train_run, and on a failure the driver's end of the job: this rank
+ * prints "PROGRAM: ERROR" and ends every rank with MPI_Abort(status). */
+void train_run_or_exit(const char *program, const train_setup *setup,
+                       const train_steps *steps);
+
 /* The shard of lessons 06 and 07 (a train_shard_fn): rank r's k-th
  * sample at step s is ((s*B + k)*P + r) mod N, so the P ranks' batches of
  * a step interleave over one run of P*B consecutive samples, the same run
