@@ -97,32 +97,41 @@ FILE *report_open(const char *dir, int rank)
     return file;
 }
 
-/* Opens DIR/NAME-rank-RANK.bin for writing; NULL (after saying why) on
- * failure. */
-static FILE *open_vector(const char *dir, const char *name, int rank,
-                         char path[REPORT_PATH])
+/* Writes DIR/NAME-rank-RANK.bin: `count` doubles, from `doubles`, or
+ * else from `floats`, each widened (through a small buffer: no copy of
+ * the whole vector). 0, or -1 after saying why. */
+static int write_vector(const char *dir, const char *name, int rank,
+                        const double *doubles, const float *floats,
+                        size_t count)
 {
     /* The file name and its NUL: the room report_check_dir leaves, less
      * the slash. */
-    char file_name[REPORT_NAME_ROOM - 1];
+    char file_name[REPORT_NAME_ROOM - 1], path[REPORT_PATH];
     int len = snprintf(file_name, sizeof file_name, "%s-rank-%d.bin", name,
                        rank);
     if (len < 0 || (size_t)len >= sizeof file_name) {
         fprintf(stderr, "%s: report name too long\n", name);
-        return NULL;
+        return -1;
     }
     if (!report_path(path, dir, file_name))
-        return NULL;
+        return -1;
     FILE *file = fopen(path, "wb");
-    if (file == NULL)
+    if (file == NULL) {
         perror(path);
-    return file;
-}
-
-/* Closes a vector's file; -1 (after saying why) when it or the writes
- * before it failed. */
-static int close_vector(FILE *file, const char *path, bool written)
-{
+        return -1;
+    }
+    bool written = true;
+    if (doubles != NULL)
+        written = fwrite(doubles, sizeof *doubles, count, file) == count;
+    enum { PIECE = 512 };
+    double widened[PIECE];
+    for (size_t first = 0; doubles == NULL && written && first < count;
+         first += PIECE) {
+        size_t piece = count - first < PIECE ? count - first : PIECE;
+        for (size_t k = 0; k < piece; k++)
+            widened[k] = floats[first + k];
+        written = fwrite(widened, sizeof *widened, piece, file) == piece;
+    }
     if (fclose(file) != 0 || !written) {
         perror(path);
         return -1;
@@ -133,29 +142,11 @@ static int close_vector(FILE *file, const char *path, bool written)
 int report_write_doubles(const char *dir, const char *name, int rank,
                          const double *values, size_t count)
 {
-    char path[REPORT_PATH];
-    FILE *file = open_vector(dir, name, rank, path);
-    if (file == NULL)
-        return -1;
-    size_t written = fwrite(values, sizeof *values, count, file);
-    return close_vector(file, path, written == count);
+    return write_vector(dir, name, rank, values, NULL, count);
 }
 
 int report_write_floats(const char *dir, const char *name, int rank,
                         const float *values, size_t count)
 {
-    char path[REPORT_PATH];
-    FILE *file = open_vector(dir, name, rank, path);
-    if (file == NULL)
-        return -1;
-    enum { PIECE = 512 };
-    double widened[PIECE];
-    bool written = true;
-    for (size_t first = 0; written && first < count; first += PIECE) {
-        size_t piece = count - first < PIECE ? count - first : PIECE;
-        for (size_t k = 0; k < piece; k++)
-            widened[k] = values[first + k];
-        written = fwrite(widened, sizeof *widened, piece, file) == piece;
-    }
-    return close_vector(file, path, written);
+    return write_vector(dir, name, rank, NULL, values, count);
 }
