@@ -273,9 +273,7 @@ int main(int argc, char **argv)
     const train_setup setup = { c.steps, c.local_batch, &train, &held, c.rank,
                                 c.ranks, c.report, c.out };
     /* From here on your code runs: behind the boundary when graded. */
-    const char *const reports[] = { "params", c.rank == 0 ? "losses" : NULL,
-                                    NULL };
-    mpi_enter_boundary_or_exit("train", c.report, c.out, c.rank, reports);
+    train_enter_boundary_or_exit("train", c.report, c.out, c.rank, NULL);
     train_run_or_exit("train", &setup, &steps);
     mlp_free(&t.model);
     ledger_free(t.state1);

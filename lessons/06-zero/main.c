@@ -526,9 +526,8 @@ int main(int argc, char **argv)
                                  0.0f };
     ledger_watch_start_threads();
     /* From here on your code runs: behind the boundary when graded. */
-    const char *const reports[] = { "master", "params",
-                                    c.rank == 0 ? "losses" : NULL, NULL };
-    mpi_enter_boundary_or_exit("train_zero", report, c.out, c.rank, reports);
+    train_enter_boundary_or_exit("train_zero", report, c.out, c.rank,
+                                 "master");
     zero_create(&t.zero, c.stage, c.prefetch, &t.model, &adamw);
     ledger_watch_start(&t.memory, false);
     allocate_state(&c, &t);

@@ -655,10 +655,8 @@ int main(int argc, char **argv)
                                  0.0f };
     ledger_watch_start_threads();
     /* From here on your code runs: behind the boundary when graded. */
-    const char *const reports[] = { "master", "params",
-                                    c.rank == 0 ? "losses" : NULL, NULL };
-    mpi_enter_boundary_or_exit("train_offload", report, c.out, c.rank,
-                               reports);
+    train_enter_boundary_or_exit("train_offload", report, c.out, c.rank,
+                                 "master");
     if (c.no_offload)
         zero_create(&t.zero, 0, false, &t.model, &adamw);
     else
