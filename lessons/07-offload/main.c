@@ -89,6 +89,12 @@ typedef struct {
     long overlap_checked, overlap_in_flight;
 } trainer;
 
+/* The clocks an update's time is split by (step_times), read before it. */
+typedef struct {
+    double mpi, task_wait, start;
+    device_traffic copies;
+} update_clocks;
+
 /* What the step calls, defined after it. */
 static void watch_step_start(trainer *t, long step);
 static float forward_loss(trainer *t, const float *inputs, size_t batch,
@@ -96,6 +102,8 @@ static float forward_loss(trainer *t, const float *inputs, size_t batch,
 static void loss_ok(trainer *t, float loss, long step, const char *what);
 static void backward_layer(trainer *t, int l);
 static void update_state(trainer *t, long step);
+static update_clocks read_clocks(const trainer *t);
+static void add_update_time(trainer *t, const update_clocks *before);
 static void check_parameters(const trainer *t, long step);
 
 /* ---- The step ---------------------------------------------------------- */
@@ -130,19 +138,9 @@ static float forward_backward(void *context, long step, const float *inputs,
 static void update(void *context, long step)
 {
     trainer *t = context;
-    const double mpi_before = comm_ledger_total().seconds;
-    const device_traffic copies_before = device_traffic_total();
-    const double task_wait_before = t->offload.task_wait_seconds;
-    double start = timer_now();
+    const update_clocks before = read_clocks(t);
     update_state(t, step);
-    t->times.update += timer_now() - start;
-    const device_traffic copies_after = device_traffic_total();
-    t->times.update_mpi += comm_ledger_total().seconds - mpi_before;
-    t->times.update_copy_waits +=
-        copies_after.waited_to_host - copies_before.waited_to_host +
-        copies_after.waited_to_device - copies_before.waited_to_device;
-    t->times.update_task_wait += t->offload.task_wait_seconds -
-                                 task_wait_before;
+    add_update_time(t, &before);
     check_parameters(t, step);
     ledger_watch_sample(&t->memory);
     if (step + 1 == (long)t->config->steps) {
@@ -315,6 +313,29 @@ static void update_state(trainer *t, long step)
         offload_finish(&t->offload);
     }
     device_name_host_code(NULL);
+}
+
+static update_clocks read_clocks(const trainer *t)
+{
+    update_clocks now = { .mpi = comm_ledger_total().seconds,
+                          .task_wait = t->offload.task_wait_seconds,
+                          .copies = device_traffic_total() };
+    now.start = timer_now();
+    return now;
+}
+
+/* The update's time since `before`, and its parts: inside MPI, waiting
+ * for copies either way, waiting for the delayed update's task. */
+static void add_update_time(trainer *t, const update_clocks *before)
+{
+    t->times.update += timer_now() - before->start;
+    const device_traffic copies = device_traffic_total();
+    t->times.update_mpi += comm_ledger_total().seconds - before->mpi;
+    t->times.update_copy_waits +=
+        copies.waited_to_host - before->copies.waited_to_host +
+        copies.waited_to_device - before->copies.waited_to_device;
+    t->times.update_task_wait += t->offload.task_wait_seconds -
+                                 before->task_wait;
 }
 
 /* After an update, every parameter on the device is a number. A NaN one
