@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "cuda_matvec.h"
 #include "float_reference.h"
+#include "format_bytes.h"
 #include "matrix.h"
 #include "reference.h"
 #include "timer.h"

@@ -70,6 +70,19 @@ void mpi_exit_if_any(bool bad, const char *program, const char *why)
     mpi_exit_all(2);
 }
 
+void mpi_exit_if_any_each_says(bool bad, const char *program,
+                               const char *why)
+{
+    int any = bad;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX,
+                            MPI_COMM_WORLD));
+    if (!any)
+        return;
+    if (bad)
+        fprintf(stderr, "%s: %s\n", program, why);
+    mpi_exit_all(2);
+}
+
 void mpi_start_or_exit(int *argc, char ***argv, const cli_spec *spec,
                        int *rank, int *ranks)
 {

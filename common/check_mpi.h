@@ -56,6 +56,14 @@ _Noreturn void mpi_exit_all(int status);
  * so the reason appears once, not once per rank. */
 void mpi_exit_if_any(bool bad, const char *program, const char *why);
 
+/* For a refusal that each rank meets for itself and says in its own words
+ * (the memory it asked for and what was free): every rank calls this
+ * together, with its own verdict. When no rank's `bad` is true it returns.
+ * Otherwise every bad rank prints "PROGRAM: WHY" on a line of its own and
+ * every rank ends with status 2. */
+void mpi_exit_if_any_each_says(bool bad, const char *program,
+                               const char *why);
+
 /* Opens OUT/rank-RANK.txt for this rank's report, before any work (NULL
  * when `out` is NULL). A folder that does not exist, a file, or a place
  * nothing may be written (/proc/self) is bad input, found at once by every

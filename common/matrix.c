@@ -1,6 +1,7 @@
 /* Dense matrices and vectors of doubles. */
 #include "matrix.h"
 
+#include "format_bytes.h"
 #include "memory_ledger.h"
 #include "rng.h"
 
@@ -99,19 +100,4 @@ void vector_fill_random(double *x, size_t n, size_t offset, uint64_t seed)
 {
     for (size_t k = 0; k < n; k++)
         x[k] = rng_at_signed(seed ^ vector_stream, offset + k, 0);
-}
-
-void format_bytes(double bytes, char *buf, size_t len)
-{
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB",
-                                         "PiB", "EiB" };
-    int unit = 0;
-    while (bytes >= 1024.0 && unit < 6) {
-        bytes /= 1024.0;
-        unit++;
-    }
-    if (unit == 0)
-        snprintf(buf, len, "%.0f B", bytes);
-    else
-        snprintf(buf, len, "%.1f %s", bytes, units[unit]);
 }

@@ -54,7 +54,4 @@ void matrix_fill_random(double *block, size_t rows, size_t cols,
  * generated from the same seed. */
 void vector_fill_random(double *x, size_t n, size_t offset, uint64_t seed);
 
-/* Writes a byte count the way people read it ("512.0 MiB") into buf. */
-void format_bytes(double bytes, char *buf, size_t len);
-
 #endif

@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "memory_ledger.h"
 
-#include "matrix.h"
+#include "format_bytes.h"
 
 #include <stdint.h>
 #include <stdio.h>

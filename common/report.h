@@ -45,4 +45,10 @@ FILE *report_open(const char *dir, int rank);
 int report_write_doubles(const char *dir, const char *name, int rank,
                          const double *values, size_t count);
 
+/* The same for `count` floats, each written widened to a double (the
+ * file is what report_write_doubles would write of them); it needs no
+ * memory beyond a small buffer of its own. */
+int report_write_floats(const char *dir, const char *name, int rank,
+                        const float *values, size_t count);
+
 #endif

@@ -245,6 +245,28 @@ int train_run(const train_setup *setup, const train_steps *plug,
     return status;
 }
 
+void train_enter_boundary_or_exit(const char *program, FILE *report,
+                                  const char *out, int rank,
+                                  const char *own_vector)
+{
+    const char *losses = rank == 0 ? "losses" : NULL;
+    const char *const with_own[] = { own_vector, "params", losses, NULL };
+    const char *const loop_only[] = { "params", losses, NULL };
+    mpi_enter_boundary_or_exit(program, report, out, rank,
+                               own_vector != NULL ? with_own : loop_only);
+}
+
+void train_run_or_exit(const char *program, const train_setup *setup,
+                       const train_steps *steps)
+{
+    char error[256];
+    int status = train_run(setup, steps, error, sizeof error);
+    if (status != 0) {
+        fprintf(stderr, "%s: %s\n", program, error);
+        MPI_Abort(MPI_COMM_WORLD, status);
+    }
+}
+
 void train_generate_or_exit(const char *program, size_t samples,
                             size_t held_out, int features, int classes,
                             uint64_t seed, dataset *train, dataset *held)

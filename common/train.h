@@ -116,6 +116,19 @@ typedef struct {
 int train_run(const train_setup *setup, const train_steps *steps,
               char *error, size_t error_len);
 
+/* Before the driver runs any of the student's code, every rank:
+ * mpi_enter_boundary_or_exit (check_mpi.h) with the loop's own vectors
+ * writable (params, and on rank 0 losses) and, when not NULL, the
+ * driver's `own_vector` too (lessons 06 and 07: "master"). */
+void train_enter_boundary_or_exit(const char *program, FILE *report,
+                                  const char *out, int rank,
+                                  const char *own_vector);
+
+/* train_run, and on a failure the driver's end of the job: this rank
+ * prints "PROGRAM: ERROR" and ends every rank with MPI_Abort(status). */
+void train_run_or_exit(const char *program, const train_setup *setup,
+                       const train_steps *steps);
+
 /* The shard of lessons 06 and 07 (a train_shard_fn): rank r's k-th
  * sample at step s is ((s*B + k)*P + r) mod N, so the P ranks' batches of
  * a step interleave over one run of P*B consecutive samples, the same run

@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "matrix.h"
+#include "format_bytes.h"
 #include "stream.h"
 
 int main(int argc, char **argv)

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "compare.h"
+#include "format_bytes.h"
 #include "matrix.h"
 #include "matvec.h"
 #include "reference.h"

@@ -22,6 +22,7 @@
 #include "compare.h"
 #include "compute_rows.h"
 #include "counters.h"
+#include "format_bytes.h"
 #include "kernels.h"
 #include "matrix.h"
 #include "omp_matvec.h"

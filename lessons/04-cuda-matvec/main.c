@@ -18,6 +18,7 @@
 #include "compare.h"
 #include "cuda_matvec.h"
 #include "float_reference.h"
+#include "format_bytes.h"
 #include "matrix.h"
 #include "reference.h"
 #include "timer.h"

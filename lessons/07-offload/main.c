@@ -4,7 +4,8 @@
  * parameters; your offload.c sends each layer's gradient down as backward
  * makes it, updates this rank's slice on the host with your CPU Adam, and
  * sends the new parameters back up. On P ranks it runs on your lesson 06
- * stage 2. The loop is common/train.h's, shared with lessons 05 and 06.
+ * stage 2. The loop is common/train.h's, shared with lessons 05 and 06:
+ * the step below is what it runs, every step, on every rank.
  *
  *   build/student/07-offload/train_offload --device-memory 1500000
  *   mpirun -np 2 build/student/07-offload/train_offload --dpu 5
@@ -36,7 +37,7 @@
 #include "comm_ledger.h"
 #include "dataset.h"
 #include "device.h"
-#include "matmul.h"
+#include "ledger_watch.h"
 #include "memory_ledger.h"
 #include "mlp.h"
 #include "offload.h"
@@ -55,16 +56,6 @@ typedef struct {
     const char *backend, *out;
     int rank, ranks;
 } run_config;
-
-/* Stops every rank with status 2 after rank 0 says why. */
-static _Noreturn void refuse(const run_config *c, const char *why)
-{
-    if (c->rank == 0)
-        fprintf(stderr, "train_offload: %s\n", why);
-    mpi_exit_all(2);
-}
-
-/* ---- The steps of the loop (train.h) ---------------------------------- */
 
 /* Where the time of a step goes, on this rank (seconds, all steps), each
  * taken by given code: this file's clock around the phases, and, inside
@@ -86,10 +77,8 @@ typedef struct {
     mlp model;
     offload_state offload;    /* with offload */
     zero_state zero;          /* without: lesson 06's stage 0 */
-    size_t heap_baseline, heap_growth;     /* the allocator's bytes */
-    size_t ledger_baseline, ledger_growth; /* the ledgers', device and
-                                              host, at the same moments */
-    size_t peaks[MEMORY_CATEGORIES], device_peak, host_peak;
+    ledger_watch memory;      /* the device's and the host's, sampled
+                                 after each hook */
     device_traffic traffic;   /* of the training steps */
     step_times times;
     float *widened;           /* the parameters, widened for the report */
@@ -100,59 +89,69 @@ typedef struct {
     long overlap_checked, overlap_in_flight;
 } trainer;
 
-/* After each hook: the memory the process's allocator holds beyond what
- * it held before the state was allocated. A copy allocated outside the
- * device layer shows here. */
-static void sample_heap(trainer *t)
-{
-    size_t heap = memory_ledger_heap_in_use();
-    if (heap > t->heap_baseline && heap - t->heap_baseline > t->heap_growth)
-        t->heap_growth = heap - t->heap_baseline;
-    size_t held = memory_ledger_current_total() +
-                  memory_ledger_host_current_total();
-    if (held > t->ledger_baseline &&
-        held - t->ledger_baseline > t->ledger_growth)
-        t->ledger_growth = held - t->ledger_baseline;
-}
+/* The clocks an update's time is split by (step_times), read before it. */
+typedef struct {
+    double mpi, task_wait, start;
+    device_traffic copies;
+} update_clocks;
 
-/* Prints "train_offload: rank R: WHY" and ends the job (every rank). */
-static _Noreturn void fail(const trainer *t, const char *why)
-{
-    char line[512];
-    snprintf(line, sizeof line, "train_offload: rank %d: %s",
-             t->config->rank, why);
-    mpi_abort_exit(line);
-}
-
-/* The device's parameters of layer l. */
-static const bf16 *layer_params(trainer *t, int l)
-{
-    if (t->config->no_offload)
-        return zero_forward_params(&t->zero, l);
-    return t->offload.device_params + t->offload.zero.layers[l].begin;
-}
-
-/* Stops the job when a per-layer step refused. */
-static void layer_step_ok(trainer *t, int result)
-{
-    if (result != 0)
-        fail(t, t->model.error);
-}
-
-/* The forward pass and the loss: the model's kernels, run in place on
- * the device's memory (the parameters, the activations: device.h). */
+/* What the step calls, defined after it. */
+static void watch_step_start(trainer *t, long step);
 static float forward_loss(trainer *t, const float *inputs, size_t batch,
-                          const int *labels, int backward, int *correct)
+                          const int *labels, int backward, int *correct);
+static void loss_ok(trainer *t, float loss, long step, const char *what);
+static void backward_layer(trainer *t, int l);
+static void update_state(trainer *t, long step);
+static update_clocks read_clocks(const trainer *t);
+static void add_update_time(trainer *t, const update_clocks *before);
+static void check_parameters(const trainer *t, long step);
+
+/* ---- The step ---------------------------------------------------------- */
+
+/* One training step is these two, in this order (train.h's compute and
+ * update; no synchronise of their own: with offload, the gradients are
+ * reduced as backward makes them, without it in the update): forward and
+ * the loss on the device; backward layer by layer, each layer's gradient
+ * sent down to the host by offload.c; then the update on the host, and
+ * the new parameters up. */
+static float forward_backward(void *context, long step, const float *inputs,
+                              const int *labels, size_t batch)
 {
-    device_access_begin();
-    layer_step_ok(t, mlp_set_inputs(&t->model, inputs, batch));
-    for (int l = 0; l < t->model.layer_count; l++)
-        layer_step_ok(t, mlp_forward_layer_bf16(&t->model, l,
-                                                layer_params(t, l)));
-    const float loss = mlp_loss(&t->model, labels, backward, correct);
-    device_access_end();
+    trainer *t = context;
+    watch_step_start(t, step);
+    double start = timer_now();
+    float loss = forward_loss(t, inputs, batch, labels, 1, NULL);
+    loss_ok(t, loss, step, "the loss is NaN");
+    if (step == 0)
+        t->first_loss = loss;
+    t->last_loss = loss;
+    double middle = timer_now();
+    t->times.forward += middle - start;
+    for (int l = t->model.layer_count - 1; l >= 0; l--) {
+        backward_layer(t, l);
+        ledger_watch_sample(&t->memory);
+    }
+    t->times.backward += timer_now() - middle;
     return loss;
 }
+
+static void update(void *context, long step)
+{
+    trainer *t = context;
+    const update_clocks before = read_clocks(t);
+    update_state(t, step);
+    add_update_time(t, &before);
+    check_parameters(t, step);
+    ledger_watch_sample(&t->memory);
+    if (step + 1 == (long)t->config->steps) {
+        /* The peaks at the end of the last step, before the accuracy and
+         * the report add anything. */
+        ledger_watch_keep_peaks(&t->memory);
+        t->traffic = device_traffic_total();
+    }
+}
+
+/* ---- What the step calls ----------------------------------------------- */
 
 /* Each hook of offload.c runs with its name given to the device layer,
  * which says it when host code touches device memory. */
@@ -166,6 +165,64 @@ static const char *const hook_finish =
     "offload_finish (lessons/07-offload/offload.c, TODO 6)";
 static const char *const hook_allocate =
     "offload_allocate (lessons/07-offload/offload.c, TODO 3)";
+
+/* At the start of each step: the bus's counters from step 0 on, and the
+ * delayed update's overlap. With the delay, update(step - 1) left its CPU
+ * Adam running on a host task, to run beside this step's forward and
+ * backward. */
+static void watch_step_start(trainer *t, long step)
+{
+    if (step == 0)
+        device_traffic_reset();
+    if (t->config->no_offload)
+        return;
+    if (t->offload.delay_from >= 0 && step > t->offload.delay_from) {
+        const host_task_watch w = host_task_watched();
+        t->overlap_checked++;
+        if (w.started - w.waited == 1)
+            t->overlap_in_flight++;
+    }
+    host_task_watch_step(&t->offload);
+}
+
+/* Prints "train_offload: rank R: WHY" and ends the job (every rank). */
+static _Noreturn void fail(const trainer *t, const char *why)
+{
+    char line[512];
+    snprintf(line, sizeof line, "train_offload: rank %d: %s",
+             t->config->rank, why);
+    mpi_abort_exit(line);
+}
+
+/* Stops the job when a per-layer step refused. */
+static void model_ok(const trainer *t, int result)
+{
+    if (result != 0)
+        fail(t, t->model.error);
+}
+
+/* The device's parameters of layer l. */
+static const bf16 *layer_params(trainer *t, int l)
+{
+    if (t->config->no_offload)
+        return zero_forward_params(&t->zero, l);
+    return t->offload.device_params + t->offload.zero.layers[l].begin;
+}
+
+/* The forward pass and the loss: the model's kernels, run in place on
+ * the device's memory (the parameters, the activations: device.h). */
+static float forward_loss(trainer *t, const float *inputs, size_t batch,
+                          const int *labels, int backward, int *correct)
+{
+    device_access_begin();
+    model_ok(t, mlp_set_inputs(&t->model, inputs, batch));
+    for (int l = 0; l < t->model.layer_count; l++)
+        model_ok(t, mlp_forward_layer_bf16(&t->model, l,
+                                           layer_params(t, l)));
+    const float loss = mlp_loss(&t->model, labels, backward, correct);
+    device_access_end();
+    return loss;
+}
 
 /* Stops the job on a NaN at step `step`, saying the likelier cause: NaN
  * from one step to the next is a buffer read before its copy had landed
@@ -186,6 +243,99 @@ static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
                  "before the next forward (TODO 5): device_wait for each",
                  what, step);
     fail(t, why);
+}
+
+/* Stops the job on a NaN loss (`what`, at step `step`): the model's
+ * refusal when it refused, else fail_nan. */
+static void loss_ok(trainer *t, float loss, long step, const char *what)
+{
+    if (!isnan(loss))
+        return;
+    if (t->model.error[0])
+        fail(t, t->model.error);
+    fail_nan(t, step, what);
+}
+
+/* Layer l's backward: without offload, through lesson 06's stage 0
+ * hooks; with it, into offload.c's gradient bucket on the device, which
+ * offload_backward_done sends on. */
+static void backward_layer(trainer *t, int l)
+{
+    if (t->config->no_offload) {
+        bf16 *grads = NULL;
+        const bf16 *params = zero_backward_params(&t->zero, l, &grads);
+        model_ok(t, mlp_backward_layer_bf16(&t->model, l, params, grads));
+        zero_backward_done(&t->zero, l);
+        return;
+    }
+    device_name_host_code(hook_backward_done);
+    bf16 *grads = offload_gradient_bucket(&t->offload, l);
+    device_name_host_code(NULL);
+    device_access_begin();
+    model_ok(t, mlp_backward_layer_bf16(&t->model, l, layer_params(t, l),
+                                        grads));
+    device_access_end();
+    device_name_host_code(hook_backward_done);
+    offload_backward_done(&t->offload, l);
+    device_name_host_code(NULL);
+}
+
+/* --no-offload's update: lesson 06's stage 0 (zero_reduce, then every rank
+ * gathers every sum and takes the same step on all of them), the step by
+ * your CPU Adam, which gives adamw_step_mixed's bits. Not lesson 06's
+ * zero_update: that would link adamw_step_mixed, the reference your CPU
+ * Adam is tested against, into this program, which no program that runs
+ * your code may hold (tests/symbols/07-offload.txt). */
+static void update_without_offload(zero_state *z, long step)
+{
+    zero_reduce(z);
+    zero_check(z, collective_allgather(z->grads + z->own.begin, z->grads,
+                                       MPI_UINT16_T, z->total, 0, z->total,
+                                       z->comm, z->error, sizeof z->error));
+    const cpu_adam_step adam = cpu_adam_step_of(&z->adamw, step + 1,
+                                                1.0f / (float)z->ranks);
+    cpu_adam_update(&adam, z->master, z->m, z->v, z->grads, z->params,
+                    z->total, NULL, NULL);
+}
+
+/* The update of step `step`: offload.c's (the last step's delayed update
+ * landing before the accuracy), or without offload the one above. */
+static void update_state(trainer *t, long step)
+{
+    if (t->config->no_offload) {
+        update_without_offload(&t->zero, step);
+        return;
+    }
+    device_name_host_code(hook_update);
+    offload_update(&t->offload, step);
+    if (step + 1 == (long)t->config->steps) {
+        device_name_host_code(hook_finish);
+        offload_finish(&t->offload);
+    }
+    device_name_host_code(NULL);
+}
+
+static update_clocks read_clocks(const trainer *t)
+{
+    update_clocks now = { .mpi = comm_ledger_total().seconds,
+                          .task_wait = t->offload.task_wait_seconds,
+                          .copies = device_traffic_total() };
+    now.start = timer_now();
+    return now;
+}
+
+/* The update's time since `before`, and its parts: inside MPI, waiting
+ * for copies either way, waiting for the delayed update's task. */
+static void add_update_time(trainer *t, const update_clocks *before)
+{
+    t->times.update += timer_now() - before->start;
+    const device_traffic copies = device_traffic_total();
+    t->times.update_mpi += comm_ledger_total().seconds - before->mpi;
+    t->times.update_copy_waits +=
+        copies.waited_to_host - before->copies.waited_to_host +
+        copies.waited_to_device - before->copies.waited_to_device;
+    t->times.update_task_wait += t->offload.task_wait_seconds -
+                                 before->task_wait;
 }
 
 /* After an update, every parameter on the device is a number. A NaN one
@@ -215,130 +365,16 @@ static void check_parameters(const trainer *t, long step)
     }
 }
 
-static float forward_backward(void *context, long step, const float *inputs,
-                              const int *labels, size_t batch)
-{
-    trainer *t = context;
-    if (step == 0)
-        device_traffic_reset();
-    /* With the delay, update(step - 1) left its CPU Adam running on a
-     * host task, to run beside this step's forward and backward. */
-    if (!t->config->no_offload && t->offload.delay_from >= 0 &&
-        step > t->offload.delay_from) {
-        const host_task_watch w = host_task_watched();
-        t->overlap_checked++;
-        if (w.started - w.waited == 1)
-            t->overlap_in_flight++;
-    }
-    if (!t->config->no_offload)
-        host_task_watch_step(&t->offload);
-    double start = timer_now();
-    float loss = forward_loss(t, inputs, batch, labels, 1, NULL);
-    if (isnan(loss)) {
-        if (t->model.error[0])
-            fail(t, t->model.error);
-        fail_nan(t, step, "the loss is NaN");
-    }
-    if (step == 0)
-        t->first_loss = loss;
-    t->last_loss = loss;
-    double middle = timer_now();
-    t->times.forward += middle - start;
-    for (int l = t->model.layer_count - 1; l >= 0; l--) {
-        if (t->config->no_offload) {
-            bf16 *grads = NULL;
-            const bf16 *params = zero_backward_params(&t->zero, l, &grads);
-            layer_step_ok(t, mlp_backward_layer_bf16(&t->model, l, params,
-                                                     grads));
-            zero_backward_done(&t->zero, l);
-        } else {
-            device_name_host_code(hook_backward_done);
-            bf16 *grads = offload_gradient_bucket(&t->offload, l);
-            device_name_host_code(NULL);
-            device_access_begin();
-            layer_step_ok(t, mlp_backward_layer_bf16(&t->model, l,
-                                                     layer_params(t, l),
-                                                     grads));
-            device_access_end();
-            device_name_host_code(hook_backward_done);
-            offload_backward_done(&t->offload, l);
-            device_name_host_code(NULL);
-        }
-        sample_heap(t);
-    }
-    t->times.backward += timer_now() - middle;
-    return loss;
-}
-
-/* --no-offload's update: lesson 06's stage 0 (zero_reduce, then every rank
- * gathers every sum and takes the same step on all of them), the step by
- * your CPU Adam, which gives adamw_step_mixed's bits. Not lesson 06's
- * zero_update: that would link adamw_step_mixed, the reference your CPU
- * Adam is tested against, into this program, which no program that runs
- * your code may hold (tests/symbols/07-offload.txt). */
-static void update_without_offload(zero_state *z, long step)
-{
-    zero_reduce(z);
-    zero_check(z, collective_allgather(z->grads + z->own.begin, z->grads,
-                                       MPI_UINT16_T, z->total, 0, z->total,
-                                       z->comm, z->error, sizeof z->error));
-    const cpu_adam_step adam = cpu_adam_step_of(&z->adamw, step + 1,
-                                                1.0f / (float)z->ranks);
-    cpu_adam_update(&adam, z->master, z->m, z->v, z->grads, z->params,
-                    z->total, NULL, NULL);
-}
-
-static void update(void *context, long step)
-{
-    trainer *t = context;
-    const double mpi_before = comm_ledger_total().seconds;
-    const device_traffic copies_before = device_traffic_total();
-    const double task_wait_before = t->offload.task_wait_seconds;
-    double start = timer_now();
-    if (t->config->no_offload) {
-        update_without_offload(&t->zero, step);
-    } else {
-        device_name_host_code(hook_update);
-        offload_update(&t->offload, step);
-        /* The last step's delayed update lands before the accuracy. */
-        if (step + 1 == (long)t->config->steps) {
-            device_name_host_code(hook_finish);
-            offload_finish(&t->offload);
-        }
-        device_name_host_code(NULL);
-    }
-    t->times.update += timer_now() - start;
-    const device_traffic copies_after = device_traffic_total();
-    t->times.update_mpi += comm_ledger_total().seconds - mpi_before;
-    t->times.update_copy_waits +=
-        copies_after.waited_to_host - copies_before.waited_to_host +
-        copies_after.waited_to_device - copies_before.waited_to_device;
-    t->times.update_task_wait += t->offload.task_wait_seconds -
-                                 task_wait_before;
-    check_parameters(t, step);
-    sample_heap(t);
-    if (step + 1 == (long)t->config->steps) {
-        /* The peaks at the end of the last step, before the accuracy and
-         * the report add anything. */
-        for (int c = 0; c < MEMORY_CATEGORIES; c++)
-            t->peaks[c] = memory_ledger_peak((memory_category)c);
-        t->device_peak = memory_ledger_peak_total();
-        t->host_peak = memory_ledger_host_peak_total();
-        t->traffic = device_traffic_total();
-    }
-}
+/* ---- After the steps: the accuracy and the report ---------------------- */
 
 static size_t classify(void *context, const float *inputs, const int *labels,
                        size_t batch)
 {
     trainer *t = context;
     int correct = 0;
-    if (isnan(forward_loss(t, inputs, batch, labels, 0, &correct))) {
-        if (t->model.error[0])
-            fail(t, t->model.error);
-        fail_nan(t, (long)t->config->steps, "the loss on the held-out "
-                 "samples is NaN");
-    }
+    loss_ok(t, forward_loss(t, inputs, batch, labels, 0, &correct),
+            (long)t->config->steps, "the loss on the held-out samples is "
+            "NaN");
     return (size_t)correct;
 }
 
@@ -404,24 +440,16 @@ static void report_lines(void *context, FILE *report)
             "copies_to_host %" PRIu64 "\ncopies_to_device %" PRIu64 "\n",
             t->traffic.to_host, t->traffic.to_device,
             t->traffic.copies_to_host, t->traffic.copies_to_device);
-    for (int k = 0; k < MEMORY_CATEGORIES; k++)
-        fprintf(report, "peak %s %zu\n",
-                memory_category_name((memory_category)k), t->peaks[k]);
-    fprintf(report, "peak device_total %zu\npeak host_total %zu\n"
-            "ledger_growth %zu\nheap_growth %zu\n", t->device_peak,
-            t->host_peak, t->ledger_growth, t->heap_growth);
+    ledger_watch_write_peaks(&t->memory, report);
+    fprintf(report, "peak device_total %zu\npeak host_total %zu\n",
+            t->memory.peak_total, t->memory.host_peak_total);
+    ledger_watch_write_growth(&t->memory, report);
     /* This rank's slice of the fp32 master weights. */
-    const size_t own = z->own.end - z->own.begin;
     const float *master = c->no_offload ? z->master + z->own.begin
                                         : t->offload.master;
-    double *values = malloc((own ? own : 1) * sizeof *values);
-    if (values == NULL)
-        fail(t, "out of memory for the report");
-    for (size_t k = 0; k < own; k++)
-        values[k] = master[k];
-    if (report_write_doubles(c->out, "master", z->rank, values, own) != 0)
+    if (report_write_floats(c->out, "master", z->rank, master,
+                            z->own.end - z->own.begin) != 0)
         fail(t, "the master weights could not be written");
-    free(values);
 }
 
 /* The optimizer step's time, wherever it ran (seconds, all steps): on the
@@ -461,13 +489,42 @@ static void summary_keys(void *context, FILE *out)
             " up_bytes_per_step=%" PRIu64 " forward_ms=%.3f backward_ms=%.3f"
             " update_ms=%.3f wait_down_ms=%.3f wait_up_ms=%.3f mpi_ms=%.3f"
             " adam_ms=%.3f task_wait_ms=%.3f",
-            t->config->no_offload ? 0 : 1, t->config->dpu, t->device_peak,
-            t->host_peak, per_step(t->traffic.to_host, t->config),
+            t->config->no_offload ? 0 : 1, t->config->dpu,
+            t->memory.peak_total, t->memory.host_peak_total,
+            per_step(t->traffic.to_host, t->config),
             per_step(t->traffic.to_device, t->config),
             t->times.forward * ms, t->times.backward * ms,
             t->times.update * ms, t->traffic.waited_to_host * ms,
             t->traffic.waited_to_device * ms, t->times.update_mpi * ms,
             adam_seconds(t) * ms, t->times.update_task_wait * ms);
+}
+
+/* Rank 0's closing lines: the most it held on the device and on the
+ * host, by category, what crossed the bus, and where a step's time went. */
+static void print_totals(const trainer *t)
+{
+    const run_config *c = t->config;
+    const size_t *peaks = t->memory.peaks;
+    printf("rank 0 held at most %zu bytes on the device: parameters %zu, "
+           "buckets %zu, gradients %zu, comm %zu, activations %zu\n",
+           t->memory.peak_total, peaks[MEMORY_PARAMETERS],
+           peaks[MEMORY_BUCKETS], peaks[MEMORY_GRADIENTS],
+           peaks[MEMORY_COMM], peaks[MEMORY_ACTIVATIONS]);
+    printf("and %zu bytes in host memory: optimizer %zu, staging %zu\n",
+           t->memory.host_peak_total, peaks[MEMORY_HOST_OPTIMIZER],
+           peaks[MEMORY_HOST_STAGING]);
+    printf("rank 0 copied %" PRIu64 " bytes a step down and %" PRIu64
+           " up\n", per_step(t->traffic.to_host, c),
+           per_step(t->traffic.to_device, c));
+    /* The device layer's own clock says how long the program waited for
+     * copies to land: down during backward (and at the update's start),
+     * up during the update. */
+    const double ms = 1e3 / (double)c->steps;
+    printf("rank 0's step: forward %.2f ms, backward and gradients down "
+           "%.2f ms, update %.2f ms; of these, waiting for copies down "
+           "%.2f ms and up %.2f ms\n", t->times.forward * ms,
+           t->times.backward * ms, t->times.update * ms,
+           t->traffic.waited_to_host * ms, t->traffic.waited_to_device * ms);
 }
 
 /* ---- The run ----------------------------------------------------------- */
@@ -503,6 +560,25 @@ static void open_device(const run_config *c)
     mpi_exit_if_any(failed, "train_offload", error);
 }
 
+/* The model, its activations on the device: a device too small even for
+ * them is refused here, with the device's line, once. */
+static void create_model(const run_config *c, const dataset *train_set,
+                         mlp *model)
+{
+    char error[256];
+    mlp_config shape = { train_set->features, train_set->classes, c->hidden,
+                         c->width, ACTIVATION_RELU };
+    int failed = mlp_create_without_storage(model, &shape, c->local_batch,
+                                            error, sizeof error) != 0;
+    char why[512];
+    snprintf(why, sizeof why, "%s%s", memory_ledger_last_error()[0]
+                                          ? "the activations do not fit the "
+                                            "device: " : "",
+             memory_ledger_last_error()[0] ? memory_ledger_last_error()
+                                           : error);
+    mpi_exit_if_any(failed, "train_offload", why);
+}
+
 /* Allocates and fills the state (with offload, or lesson 06's stage 0
  * without); if the device refuses on any rank, every rank that was
  * refused says why (its own line: rank, what was asked, what was free)
@@ -510,25 +586,67 @@ static void open_device(const run_config *c)
 static void allocate_state(const run_config *c, trainer *t)
 {
     device_name_host_code(c->no_offload ? NULL : hook_allocate);
-    int refused = c->no_offload ? zero_allocate(&t->zero) != 0
-                                : offload_allocate(&t->offload) != 0;
+    bool refused = c->no_offload ? zero_allocate(&t->zero) != 0
+                                 : offload_allocate(&t->offload) != 0;
     device_name_host_code(NULL);
-    int any = refused;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX,
-                            MPI_COMM_WORLD));
-    if (any) {
-        if (refused)
-            fprintf(stderr, "train_offload: %s: %s\n",
-                    c->no_offload ? "without offload, the model state does "
-                                    "not fit the device"
-                                  : "the offloaded state does not fit",
-                    memory_ledger_last_error());
-        mpi_exit_all(2);
-    }
+    char why[512];
+    snprintf(why, sizeof why, "%s: %s",
+             c->no_offload ? "without offload, the model state does not "
+                             "fit the device"
+                           : "the offloaded state does not fit",
+             memory_ledger_last_error());
+    mpi_exit_if_any_each_says(refused, "train_offload", why);
     if (c->no_offload)
         zero_initialize(&t->zero, c->seed);
     else
         offload_initialize(&t->offload, c->seed);
+}
+
+/* The training run; the report goes to c->out. */
+static void train(const run_config *c, const dataset *train_set,
+                  const dataset *held, FILE *report, trainer *t)
+{
+    const train_steps steps = {
+        .context = t,
+        .shard = train_shard_interleaved, .shard_name = "the shard of the batch",
+        .compute = forward_backward,
+        .compute_mark = "forward and backward (offload.c's gradients down)",
+        .synchronise = NULL,
+        .update = update,
+        .update_mark = "offload_update",
+        .classify = classify,
+        .parameters = parameters,
+        .report_lines = report_lines,
+        .summary_keys = summary_keys,
+        .parameter_count = parameter_count(t),
+        .timed_work = "forward, backward and the update",
+    };
+    const train_setup setup = { c->steps, c->local_batch, train_set, held,
+                                c->rank, c->ranks, report, c->out };
+    train_run_or_exit("train_offload", &setup, &steps);
+}
+
+/* The flags, parsed by every rank alike; bad ones end every rank with
+ * status 2 (rank 0 says why). */
+static void read_flags(run_config *c, int *argc, char ***argv)
+{
+    const cli_option options[] = {
+        { "backend", CLI_STRING, &c->backend, "the device: cpu (an arena "
+          "that behaves like a small GPU) or cuda", 0, 0 },
+        { "device-memory", CLI_SIZE, &c->device_memory, "bytes of device "
+          "memory each rank may hold", 1, 1e15 },
+        { "no-offload", CLI_FLAG, &c->no_offload, "keep the optimizer on "
+          "the device too (16 bytes a parameter)", 0, 0 },
+        { "dpu", CLI_SIZE, &c->dpu, "delayed parameter update after this "
+          "many warm-up steps (TODO 6; 0: none)", 0, 1e7 },
+        TRAIN_RUN_OPTIONS(*c),
+    };
+    const cli_spec spec = { "train_offload", "lesson 07: mixed-precision "
+                            "training with ZeRO-Offload", options,
+                            sizeof options / sizeof options[0] };
+    mpi_start_or_exit(argc, argv, &spec, &c->rank, &c->ranks);
+    mpi_exit_if_any(c->no_offload && c->dpu > 0, "train_offload",
+                    "--dpu delays the host's update: it needs offload");
 }
 
 int main(int argc, char **argv)
@@ -538,23 +656,7 @@ int main(int argc, char **argv)
                      .hidden = 2, .width = 128, .features = 64,
                      .classes = 10, .learning_rate = 1e-3, .seed = 1,
                      .backend = "cpu" };
-    const cli_option options[] = {
-        { "backend", CLI_STRING, &c.backend, "the device: cpu (an arena "
-          "that behaves like a small GPU) or cuda", 0, 0 },
-        { "device-memory", CLI_SIZE, &c.device_memory, "bytes of device "
-          "memory each rank may hold", 1, 1e15 },
-        { "no-offload", CLI_FLAG, &c.no_offload, "keep the optimizer on the "
-          "device too (16 bytes a parameter)", 0, 0 },
-        { "dpu", CLI_SIZE, &c.dpu, "delayed parameter update after this many "
-          "warm-up steps (TODO 6; 0: none)", 0, 1e7 },
-        TRAIN_RUN_OPTIONS(c),
-    };
-    const cli_spec spec = { "train_offload", "lesson 07: mixed-precision "
-                            "training with ZeRO-Offload", options,
-                            sizeof options / sizeof options[0] };
-    mpi_start_or_exit(&argc, &argv, &spec, &c.rank, &c.ranks);
-    if (c.no_offload && c.dpu > 0)
-        refuse(&c, "--dpu delays the host's update: it needs offload");
+    read_flags(&c, &argc, &argv);
     FILE *report = mpi_report_open_or_exit("train_offload", c.out, c.rank);
     /* The data first: it lives in the host's memory, outside the device
      * (made through the ledger a piece at a time, before the cap). */
@@ -568,42 +670,20 @@ int main(int argc, char **argv)
     if (c.no_offload)
         device_access_begin();
     trainer t = { .config = &c };
-    char error[256];
-    mlp_config shape = { train_set.features, train_set.classes, c.hidden,
-                         c.width, ACTIVATION_RELU };
-    /* The activations are the device's: a device too small even for them
-     * is refused here, with the device's line. */
-    int failed = mlp_create_without_storage(&t.model, &shape, c.local_batch,
-                                            error, sizeof error) != 0;
-    char why[512];
-    snprintf(why, sizeof why, "%s%s", memory_ledger_last_error()[0]
-                                          ? "the activations do not fit the "
-                                            "device: " : "",
-             memory_ledger_last_error()[0] ? memory_ledger_last_error()
-                                           : error);
-    mpi_exit_if_any(failed, "train_offload", why);
+    create_model(&c, &train_set, &t.model);
 
     const adamw_config adamw = { (float)c.learning_rate, 0.9f, 0.999f, 1e-8f,
                                  (float)c.weight_decay };
-    /* The OpenMP runtime allocates its own bookkeeping when it first
-     * starts its threads: start them now (a product just large enough to
-     * be shared, common/matmul.c), so that it is in the baseline and not
-     * taken for memory behind the ledgers' backs. */
-    static float warm_a[32 * 33], warm_b[33 * 32], warm_c[32 * 32];
-    matmul_ab(32, 32, 33, warm_a, warm_b, warm_c, 0);
+    ledger_watch_start_threads();
     /* From here on your code runs: behind the boundary when graded. */
-    const char *const reports[] = { "master", "params",
-                                    c.rank == 0 ? "losses" : NULL, NULL };
-    mpi_enter_boundary_or_exit("train_offload", report, c.out, c.rank,
-                               reports);
+    train_enter_boundary_or_exit("train_offload", report, c.out, c.rank,
+                                 "master");
     if (c.no_offload)
         zero_create(&t.zero, 0, false, &t.model, &adamw);
     else
         offload_create(&t.offload, &t.model, &adamw,
                        c.dpu > 0 ? (long)c.dpu : -1);
-    t.heap_baseline = memory_ledger_heap_in_use();
-    t.ledger_baseline = memory_ledger_current_total() +
-                        memory_ledger_host_current_total();
+    ledger_watch_start(&t.memory, true);
     allocate_state(&c, &t);
     const zero_state *z = c.no_offload ? &t.zero : &t.offload.zero;
     if (c.rank == 0)
@@ -614,51 +694,9 @@ int main(int argc, char **argv)
                c.ranks, c.ranks == 1 ? "" : "s", c.local_batch, z->total,
                z->layer_count, device_backend_name(), c.device_memory,
                c.dpu > 0 ? ", delayed update after warm-up" : "");
-
-    const train_steps steps = {
-        .context = &t,
-        .shard = train_shard_interleaved, .shard_name = "the shard of the batch",
-        .compute = forward_backward,
-        .compute_mark = "forward and backward (offload.c's gradients down)",
-        .synchronise = NULL,
-        .update = update,
-        .update_mark = "offload_update",
-        .classify = classify,
-        .parameters = parameters,
-        .report_lines = report_lines,
-        .summary_keys = summary_keys,
-        .parameter_count = parameter_count(&t),
-        .timed_work = "forward, backward and the update",
-    };
-    const train_setup setup = { c.steps, c.local_batch, &train_set, &held,
-                                c.rank, c.ranks, report, c.out };
-    int status = train_run(&setup, &steps, error, sizeof error);
-    if (status != 0) {
-        fprintf(stderr, "train_offload: %s\n", error);
-        MPI_Abort(MPI_COMM_WORLD, status);
-    }
-    if (c.rank == 0) {
-        printf("rank 0 held at most %zu bytes on the device: parameters "
-               "%zu, buckets %zu, gradients %zu, comm %zu, activations %zu\n",
-               t.device_peak, t.peaks[MEMORY_PARAMETERS],
-               t.peaks[MEMORY_BUCKETS], t.peaks[MEMORY_GRADIENTS],
-               t.peaks[MEMORY_COMM], t.peaks[MEMORY_ACTIVATIONS]);
-        printf("and %zu bytes in host memory: optimizer %zu, staging %zu\n",
-               t.host_peak, t.peaks[MEMORY_HOST_OPTIMIZER],
-               t.peaks[MEMORY_HOST_STAGING]);
-        printf("rank 0 copied %" PRIu64 " bytes a step down and %" PRIu64
-               " up\n", per_step(t.traffic.to_host, &c),
-               per_step(t.traffic.to_device, &c));
-        /* The device layer's own clock says how long the program waited
-         * for copies to land: down during backward (and at the update's
-         * start), up during the update. */
-        const double ms = 1e3 / (double)c.steps;
-        printf("rank 0's step: forward %.2f ms, backward and gradients down "
-               "%.2f ms, update %.2f ms; of these, waiting for copies down "
-               "%.2f ms and up %.2f ms\n", t.times.forward * ms,
-               t.times.backward * ms, t.times.update * ms,
-               t.traffic.waited_to_host * ms, t.traffic.waited_to_device * ms);
-    }
+    train(&c, &train_set, &held, report, &t);
+    if (c.rank == 0)
+        print_totals(&t);
     free(t.widened);
     if (c.no_offload)
         zero_destroy(&t.zero);

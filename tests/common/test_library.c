@@ -10,7 +10,9 @@
 #include "harness.h"
 #include "cli.h"
 #include "compare.h"
+#include "format_bytes.h"
 #include "kernels.h"
+#include "ledger_watch.h"
 #include "memory_ledger.h"
 #include "matrix.h"
 #include "partition.h"
@@ -165,6 +167,8 @@ START_TEST(matrix_try_alloc_returns_the_reason)
     matrix_free(A);
 }
 END_TEST
+
+/* ---- format_bytes.h ---- */
 
 START_TEST(format_bytes_reads_well)
 {
@@ -474,6 +478,58 @@ START_TEST(report_check_dir_refuses_what_cannot_take_reports)
 }
 END_TEST
 
+/* The bytes of DIR/NAME-rank-0.bin, `*size` of them (malloc'd). */
+static char *read_vector_file(const char *dir, const char *name, long *size)
+{
+    char path[HARNESS_PATH + 64];
+    snprintf(path, sizeof path, "%s/%s-rank-0.bin", dir, name);
+    FILE *file = fopen(path, "rb");
+    ck_assert_msg(file != NULL, "%s was not written", path);
+    ck_assert(fseek(file, 0, SEEK_END) == 0);
+    *size = ftell(file);
+    ck_assert(*size >= 0 && fseek(file, 0, SEEK_SET) == 0);
+    char *bytes = malloc((size_t)*size + 1);
+    ck_assert(bytes != NULL);
+    ck_assert(fread(bytes, 1, (size_t)*size, file) == (size_t)*size);
+    fclose(file);
+    return bytes;
+}
+
+/* Floats written widened are the file their doubles make, for lengths
+ * within one of its pieces, across several and none. */
+START_TEST(report_write_floats_writes_the_doubles)
+{
+    char dir[HARNESS_PATH];
+    harness_out_dir(dir);
+    enum { MOST = 1300 };
+    static float floats[MOST];
+    static double doubles[MOST];
+    for (size_t k = 0; k < MOST; k++) {
+        floats[k] = (float)k * 0.37f - 100.0f;
+        doubles[k] = floats[k];
+    }
+    const size_t counts[] = { 0, 1, 512, 513, MOST };
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        ck_assert(report_write_floats(dir, "floats", 0, floats,
+                                      counts[c]) == 0);
+        ck_assert(report_write_doubles(dir, "doubles", 0, doubles,
+                                       counts[c]) == 0);
+        long float_size, double_size;
+        char *from_floats = read_vector_file(dir, "floats", &float_size);
+        char *from_doubles = read_vector_file(dir, "doubles", &double_size);
+        ck_assert_msg(float_size == (long)(counts[c] * sizeof(double)) &&
+                      float_size == double_size &&
+                      memcmp(from_floats, from_doubles,
+                             (size_t)float_size) == 0,
+                      "%zu floats: %ld bytes, not the %ld of their doubles",
+                      counts[c], float_size, double_size);
+        free(from_floats);
+        free(from_doubles);
+    }
+    harness_remove_out_dir(dir);
+}
+END_TEST
+
 /* ---- cli.h: programs without flags ---- */
 
 START_TEST(cli_no_flags_returns_on_an_empty_line)
@@ -771,6 +827,77 @@ START_TEST(memory_ledger_counts_memory_held_elsewhere)
 }
 END_TEST
 
+/* ---- ledger_watch.h ---- */
+
+/* Memory the ledger never saw shows in the allocator's growth and not in
+ * the ledger's; each growth is the largest seen, not the last; the host's
+ * categories count only when asked for; the peaks and lines are the
+ * ledger's. */
+START_TEST(ledger_watch_sees_memory_behind_the_ledger)
+{
+    enum { MIB = 1 << 20 };
+    ck_assert_msg(memory_ledger_current_total() == 0, "this test needs a "
+                  "fresh ledger (each test runs in a process of its own)");
+    ledger_watch_start_threads();
+    ledger_watch w;
+    ledger_watch_start(&w, false);
+    char *counted = ledger_alloc(MEMORY_GATHERED, MIB);
+    ck_assert(counted != NULL);
+    memset(counted, 1, MIB);
+    ledger_watch_sample(&w);
+    ck_assert_uint_eq(w.ledger_growth, MIB);
+    char *hidden = malloc(2 * MIB);
+    ck_assert(hidden != NULL);
+    memset(hidden, 1, 2 * MIB);
+    ledger_watch_sample(&w);
+    ck_assert_uint_eq(w.ledger_growth, MIB);
+    ck_assert_msg(w.heap_growth >= 3 * MIB, "the allocator grew by %zu "
+                  "bytes, not the 3 MiB allocated", w.heap_growth);
+    ledger_watch_keep_peaks(&w);
+    ledger_free(counted);
+    free(hidden);
+    ledger_watch_sample(&w);
+    ck_assert_uint_eq(w.ledger_growth, MIB);
+    ck_assert_uint_ge(w.heap_growth, 3 * MIB);
+    ck_assert_uint_eq(w.peaks[MEMORY_GATHERED], MIB);
+    ck_assert_uint_eq(w.peak_total, MIB);
+
+    ledger_watch device_only, with_host;
+    ledger_watch_start(&device_only, false);
+    ledger_watch_start(&with_host, true);
+    void *staging = ledger_alloc(MEMORY_HOST_STAGING, 4096);
+    ck_assert(staging != NULL);
+    ledger_watch_sample(&device_only);
+    ledger_watch_sample(&with_host);
+    ck_assert_uint_eq(device_only.ledger_growth, 0);
+    ck_assert_uint_eq(with_host.ledger_growth, 4096);
+    ledger_watch_keep_peaks(&with_host);
+    ck_assert_uint_eq(with_host.host_peak_total, 4096);
+    ledger_free(staging);
+
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    ck_assert(out != NULL);
+    ledger_watch_write_peaks(&w, out);
+    ledger_watch_write_growth(&w, out);
+    ck_assert(fclose(out) == 0);
+    int lines = 0;
+    for (size_t k = 0; k < length; k++)
+        lines += text[k] == '\n';
+    char growth[96];
+    snprintf(growth, sizeof growth, "ledger_growth %d\nheap_growth %zu\n",
+             MIB, w.heap_growth);
+    ck_assert_msg(lines == MEMORY_CATEGORIES + 2 &&
+                  strncmp(text, "peak matrix 0\n", 14) == 0 &&
+                  strstr(text, "peak gathered 1048576\n") != NULL &&
+                  length > strlen(growth) &&
+                  strcmp(text + length - strlen(growth), growth) == 0,
+                  "the report's lines:\n%s", text);
+    free(text);
+}
+END_TEST
+
 /* ---- kernels.h ---- */
 
 /* Any split of the rows gives the same bits as one call over all of them:
@@ -828,8 +955,8 @@ Suite *lesson_suite(void)
                      matrix_alloc_too_large_exits_2, 2, 10);
     harness_add(suite, "matrix: _try_ forms return the reason",
                 matrix_try_alloc_returns_the_reason, 0, 10);
-    harness_add(suite, "matrix: byte counts for people", format_bytes_reads_well,
-                0, 10);
+    harness_add(suite, "format_bytes: byte counts for people",
+                format_bytes_reads_well, 0, 10);
     harness_add(suite, "compare: first mismatch", compare_reports_first_mismatch,
                 0, 10);
     harness_add(suite, "compare: NaN never passes", compare_fails_on_nan, 0, 10);
@@ -851,6 +978,8 @@ Suite *lesson_suite(void)
                 report_check_dir_accepts_a_folder_and_leaves_it_empty, 0, 10);
     harness_add(suite, "report: bad --out folders refused with a reason",
                 report_check_dir_refuses_what_cannot_take_reports, 0, 10);
+    harness_add(suite, "report: floats written as their doubles",
+                report_write_floats_writes_the_doubles, 0, 10);
     harness_add(suite, "cli: no flags, nothing given: returns",
                 cli_no_flags_returns_on_an_empty_line, 0, 10);
     harness_add_exit(suite, "cli: no flags, a flag given: exits 2",
@@ -868,6 +997,8 @@ Suite *lesson_suite(void)
     harness_add(suite, "memory ledger: memory held elsewhere, counted and "
                 "capped alike", memory_ledger_counts_memory_held_elsewhere, 0,
                 10);
+    harness_add(suite, "ledger watch: memory behind the ledger's back",
+                ledger_watch_sees_memory_behind_the_ledger, 0, 10);
     harness_add(suite, "kernels: any split of rows gives the same bits",
                 matvec_rows_is_split_invariant_and_right, 0, 10);
     return suite;

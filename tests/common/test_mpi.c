@@ -16,7 +16,7 @@
 #include "bf16.h"
 #include "collectives_values.h"
 #include "harness.h"
-#include "matrix.h"
+#include "format_bytes.h"
 
 /* Every probe this test program starts carries this mark in its
  * environment, so that the tests can find their own ranks (and no other
