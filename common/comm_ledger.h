@@ -51,6 +51,13 @@
  * completed is a receive whose data may never have arrived, or a send
  * whose buffer was reused too early, however right the numbers look.
  *
+ * Arguments. MPI reads a non-blocking call's arrays of counts and
+ * displacements (MPI_Iallgatherv's recvcounts and displs, ...) until its
+ * request completes, and some libraries read them only then: the ledger
+ * copies them when the call starts and compares when the request
+ * completes. Changed (an array on the stack of a function that has
+ * returned), the program stops, status 1, naming the call and the array.
+ *
  * Refused. What the ledger cannot count stops the program (status 1, one
  * line saying why): persistent requests (MPI_Send_init and its kin,
  * MPI_Start, MPI_Startall), one-sided communication (creating a window:

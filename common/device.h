@@ -26,7 +26,13 @@
  *         Copies are real copies; an asynchronous copy lands only at its
  *         device_wait: until then its destination holds NaN (every byte
  *         0xff: a NaN in fp32 and in bf16), so code that reads it too
- *         early sees NaN instead of a plausible stale value.
+ *         early sees NaN instead of a plausible stale value. Its source
+ *         must not change before the wait either: a GPU copies it at any
+ *         moment in between. The host source of a copy to the device is
+ *         hashed at the start and at the wait, and a source written in
+ *         between stops the program, naming the copy and the code that
+ *         started it. A copy's host end, in a block of device_host_alloc,
+ *         is bounds-checked as its device end is.
  *   cuda  a GPU, through the CUDA runtime (cudaMalloc, pinned host memory,
  *         a stream for copies, events to wait on). Opened only where the
  *         toolkit was built with nvcc and a device is present; otherwise
