@@ -620,18 +620,30 @@ START_TEST(freeing_a_block_under_a_pending_copy_stops)
 }
 END_TEST
 
+/* In a child: a host block and a device block of 300 bytes, the host's
+ * filled with 3s, and a copy of `bytes` of it from byte `from` started up
+ * into the device block's start. */
+static void start_a_copy_up(unsigned char **host, unsigned char **block,
+                            size_t from, size_t bytes, device_copy *copy)
+{
+    char error[256];
+    open_cpu(MIB, 4);
+    *host = device_host_alloc(MEMORY_HOST_STAGING, 300);
+    *block = device_alloc(MEMORY_PARAMETERS, 300);
+    if (*host == NULL || *block == NULL)
+        _exit(91);
+    memset(*host, 3, 300);
+    if (device_copy_to_device_async(*block, *host + from, bytes, copy, error,
+                                    sizeof error) != 0)
+        _exit(91);
+}
+
 /* The same for the host block a pending copy to the device reads. */
 static void free_the_source(void)
 {
-    open_cpu(MIB, 4);
-    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 300);
-    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 300);
-    char error[256];
+    unsigned char *host, *block;
     device_copy copy;
-    if (host == NULL || block == NULL ||
-        device_copy_to_device_async(block, host + 299, 1, &copy, error,
-                                    sizeof error) != 0)
-        _exit(91);
+    start_a_copy_up(&host, &block, 299, 1, &copy);
     expect("device_host_free: block %p (%zu bytes) is the source of a "
            "pending copy of %zu bytes to the device, from %p to %p: "
            "device_wait for that copy before freeing it\n", (void *)host,
@@ -651,17 +663,10 @@ END_TEST
  * between. One byte changed, the last of 300, is enough. */
 static void write_the_source(void)
 {
-    open_cpu(MIB, 4);
-    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 300);
-    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 300);
+    unsigned char *host, *block;
     char error[256];
     device_copy copy;
-    if (host == NULL || block == NULL)
-        _exit(91);
-    memset(host, 3, 300);
-    if (device_copy_to_device_async(block, host, 300, &copy, error,
-                                    sizeof error) != 0)
-        _exit(91);
+    start_a_copy_up(&host, &block, 0, 300, &copy);
     host[299] = 4;
     expect("device_wait: the host memory at %p that a pending copy of %zu "
            "bytes to the device reads (started by host code) was written "
