@@ -18,8 +18,9 @@
 #      one grading alone, and the bystander survives;
 #  10. what the texts quote is what the programs print (tests/check-texts.sh),
 #      the shared library keeps its rule for errors
-#      (tests/check-common-errors.sh), and make plots draws a small
-#      results.csv (tests/check-plots.sh; skipped without gnuplot);
+#      (tests/check-common-errors.sh), make plots draws a small
+#      results.csv (tests/check-plots.sh; skipped without gnuplot), and a
+#      student release holds no answer (tests/check-release.sh);
 #  11. the run leaves nothing in the temporary folder or /dev/shm.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 # Usage: tests/run-all.sh [--full] LESSON...   (run by make test and make
@@ -166,6 +167,9 @@ if tests/check-common-errors.sh; then
 else
     tally_line no "common errors"
 fi
+echo
+
+tests/check-release.sh --tally "$tally" || status=1
 echo
 
 echo "== make plots, on a small results.csv (tests/plots/)"
