@@ -571,22 +571,25 @@ else
 	@ZZ_BUILD_DIR=build/student scripts/demo.sh
 endif
 
-check: ## run one lesson's tests on your files: make check L=01
+# T=N: only the tests of TODO N (scripts/check-todo.sh), for a quick verdict.
+CHECK_TITLE = lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)
+check: ## run one lesson's tests on your files: make check L=01 (T=2: TODO 2's alone)
 	@test -n "$(L)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
 	@test -n "$(LESSON_DIR)" || { echo "make check: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@if [ -n "$(filter $(LESSON_DIR),$(ZZ_UNBUILT))" ]; then \
 	    echo "lesson $(LESSON_DIR): [skip] every test: $(ZZ_UNBUILT_REASON) (nvcc on PATH, or make NVCC=/path/to/nvcc)"; \
 	else \
-	    mkdir -p build/check; rm -f build/check/$(LESSON_DIR).results build/check/$(LESSON_DIR).build.log; \
+	    mkdir -p build/check; $(if $(T),,rm -f build/check/$(LESSON_DIR).results;) rm -f build/check/$(LESSON_DIR).build.log; \
 	    if $(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR) $(if $($(LESSON_DIR)_MPI),mpi-ready) 2> >(tee build/check/$(LESSON_DIR).build.log >&2); then \
 	        rm -f build/check/$(LESSON_DIR).build.log; \
-	        ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student --results build/check/$(LESSON_DIR).results; \
+	        $(if $(T),scripts/check-todo.sh $(LESSON_DIR) $(call shell_quote,$(T)) "$(CHECK_TITLE)", \
+	        ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "$(CHECK_TITLE)" --mode student --results build/check/$(LESSON_DIR).results); \
 	    else exit 2; fi; \
 	fi
 
-watch: ## run a lesson's checks again each time you save: make watch L=01
+watch: ## run a lesson's checks again each time you save: make watch L=01 (T=2: TODO 2's alone)
 	@test -n "$(LESSON_DIR)" || { echo "make watch: say which lesson, e.g. make watch L=01 (lessons: $(LESSONS))" >&2; exit 2; }
-	@scripts/watch.sh $(LESSON_DIR)
+	@scripts/watch.sh $(LESSON_DIR) $(if $(T),$(call shell_quote,$(T)))
 
 tsan: ## look for data races in your OpenMP code with ThreadSanitizer: make tsan L=03
 	@test -n "$(LESSON_DIR)" || { echo "make tsan: say which lesson, e.g. make tsan L=03 (lessons: $(LESSONS))" >&2; exit 2; }
