@@ -614,7 +614,7 @@ grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at on
 	@$(MAKE) -s --no-print-directory mpi-ready $(call library_parts,$($(GRADE_VARIANT)_LIBRARY))
 	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(SANDBOX_OPTION) $(if $(L),--lesson $(LESSON_DIR)) $(if $(SLURM),--slurm)
 
-progress: ## one line per lesson and TODO, from your last make check and make grade
+progress: ## one line per lesson and TODO, with its points, from your last make check and make grade
 	@$(MAKE) -s --no-print-directory build/grade-tool/grade
 	@scripts/progress.sh
 
