@@ -512,17 +512,23 @@ build/grade-tool/grade: tests/harness/grade.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LANG_FLAGS) -O2 $(WARN_FLAGS) $< -o $@
 
-# Benchmarks: bench/bench_NN.c times lesson NN's solution against baselines
-# (OpenBLAS, STREAM); it links the objects that lesson.mk lists in
-# NN-*_BENCH_OBJS, and MPI when NN-*_BENCH_MPI is set. A benchmark of a
-# lesson that is not built here (CUDA without nvcc) is not built either;
-# scripts/bench.sh reports it skipped.
-BENCHES := $(if $(HAVE_SOLUTIONS),$(foreach bench,$(patsubst bench/%.c,%,$(wildcard bench/bench_*.c)),$(if $(filter $(call lesson_of,$(patsubst bench_%,%,$(bench))),$(BUILT_LESSONS)),build/bench/$(bench))))
+# Benchmarks: bench/bench_NN.c times lesson NN's code against baselines
+# (OpenBLAS, STREAM): the solution's, or in a student release (no
+# solutions/) the student's own (BENCH_VARIANT). It links the objects that
+# lesson.mk lists in NN-*_BENCH_OBJS, and MPI when NN-*_BENCH_MPI is set;
+# the benchmarks' scripts run that build's programs (ZZ_BENCH_BUILD). A
+# benchmark of a lesson that is not built here (CUDA without nvcc) is not
+# built either; scripts/bench.sh reports it skipped. make bench L=NN: lesson
+# NN's alone.
+BENCH_VARIANT := $(if $(HAVE_SOLUTIONS),solution,student)
+export ZZ_BENCH_BUILD := build/$(BENCH_VARIANT)
+BENCH_LESSONS := $(if $(LESSON_DIR),$(LESSON_DIR),$(BUILT_LESSONS))
+BENCHES := $(foreach bench,$(patsubst bench/%.c,%,$(wildcard bench/bench_*.c)),$(if $(filter $(call lesson_of,$(patsubst bench_%,%,$(bench))),$(BENCH_LESSONS)),build/bench/$(bench)))
 # $(1): bench name (bench_01), $(2): lesson
 define bench_rules
-build/bench/$(1): bench/$(1).c $(addprefix build/solution/$(2)/,$($(2)_BENCH_OBJS)) $(if $($(2)_BENCH_MPI),$(call common_mpi_objects,solution)) $(if $($(2)_CUDA),build/solution/common/check_cuda.o) build/solution/common/libcommon.a
+build/bench/$(1): bench/$(1).c $(addprefix build/$(BENCH_VARIANT)/$(2)/,$($(2)_BENCH_OBJS)) $(if $($(2)_BENCH_MPI),$(call common_mpi_objects,$(BENCH_VARIANT))) $(if $($(2)_CUDA),build/$(BENCH_VARIANT)/common/check_cuda.o) build/$(BENCH_VARIANT)/common/not_done.o build/$(BENCH_VARIANT)/common/libcommon.a
 	@mkdir -p $$(@D)
-	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(LANG_FLAGS) $$(solution_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $($(2)_CFLAGS) $$(BLAS_CFLAGS) $(if $($(2)_CUDA),$$(CUDA_CFLAGS)) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o %.a,$$^) $$(BLAS_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
+	$(if $($(2)_BENCH_MPI),$$(MPICC),$$(CC)) $$(CFLAGS) $$(LANG_FLAGS) $$($(BENCH_VARIANT)_FLAGS) $$(WARN_FLAGS) $$(OPENMP_FLAGS) $($(2)_CFLAGS) $$(BLAS_CFLAGS) $(if $($(2)_CUDA),$$(CUDA_CFLAGS)) -Icommon -Ilessons/$(2) $$(LDFLAGS) $$(filter %.c %.o %.a,$$^) $$(BLAS_LIBS) $(if $($(2)_CUDA),$$(CUDA_LIBS)) -lm -o $$@
 endef
 $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call lesson_of,$(patsubst bench_%,%,$(notdir $(bench)))))))
 
@@ -530,12 +536,12 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(wildcard $(foreach variant,$(VARIANTS),build/$(variant)/*/*.d build/$(variant)/tests/*/*.d))
 
 # ---- 8. Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich test-cluster run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release gradescope-zip print-edited clean
+.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich test-cluster run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release gradescope-zip print-edited print-mpirun clean
 
 # Targets that need solutions/ (those make help lists, then the others): in
 # a student release each says so instead.
-SOLUTION_TARGETS := test test-full test-clang test-mpich test-cluster bench
-SOLUTION_TARGETS += plots build-solution build-sanitize run-suites grade-fixture
+SOLUTION_TARGETS := test test-full test-clang test-mpich test-cluster
+SOLUTION_TARGETS += build-solution build-sanitize run-suites grade-fixture
 
 help: ## list the targets
 	@echo "zero-to-zero: from a serial y = Ax to ZeRO-Offload"
@@ -574,22 +580,25 @@ else
 	@ZZ_BUILD_DIR=build/student scripts/demo.sh
 endif
 
-check: ## run one lesson's tests on your files: make check L=01
+# T=N: only the tests of TODO N (scripts/check-todo.sh), for a quick verdict.
+CHECK_TITLE = lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)
+check: ## run one lesson's tests on your files: make check L=01 (T=2: TODO 2's alone)
 	@test -n "$(L)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
 	@test -n "$(LESSON_DIR)" || { echo "make check: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@if [ -n "$(filter $(LESSON_DIR),$(ZZ_UNBUILT))" ]; then \
 	    echo "lesson $(LESSON_DIR): [skip] every test: $(ZZ_UNBUILT_REASON) (nvcc on PATH, or make NVCC=/path/to/nvcc)"; \
 	else \
-	    mkdir -p build/check; rm -f build/check/$(LESSON_DIR).results build/check/$(LESSON_DIR).build.log; \
+	    mkdir -p build/check; $(if $(T),,rm -f build/check/$(LESSON_DIR).results;) rm -f build/check/$(LESSON_DIR).build.log; \
 	    if $(MAKE) -s --no-print-directory build/student/tests/test_$(LESSON_DIR) $(if $($(LESSON_DIR)_MPI),mpi-ready) 2> >(tee build/check/$(LESSON_DIR).build.log >&2); then \
 	        rm -f build/check/$(LESSON_DIR).build.log; \
-	        ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)" --mode student --results build/check/$(LESSON_DIR).results; \
+	        $(if $(T),scripts/check-todo.sh $(LESSON_DIR) $(call shell_quote,$(T)) "$(CHECK_TITLE)", \
+	        ZZ_BUILD_DIR=build/student build/student/tests/test_$(LESSON_DIR) --title "$(CHECK_TITLE)" --mode student --results build/check/$(LESSON_DIR).results); \
 	    else exit 2; fi; \
 	fi
 
-watch: ## run a lesson's checks again each time you save: make watch L=01
+watch: ## run a lesson's checks again each time you save: make watch L=01 (T=2: TODO 2's alone)
 	@test -n "$(LESSON_DIR)" || { echo "make watch: say which lesson, e.g. make watch L=01 (lessons: $(LESSONS))" >&2; exit 2; }
-	@scripts/watch.sh $(LESSON_DIR)
+	@scripts/watch.sh $(LESSON_DIR) $(if $(T),$(call shell_quote,$(T)))
 
 tsan: ## look for data races in your OpenMP code with ThreadSanitizer: make tsan L=03
 	@test -n "$(LESSON_DIR)" || { echo "make tsan: say which lesson, e.g. make tsan L=03 (lessons: $(LESSONS))" >&2; exit 2; }
@@ -614,7 +623,7 @@ grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at on
 	@$(MAKE) -s --no-print-directory mpi-ready $(call library_parts,$($(GRADE_VARIANT)_LIBRARY))
 	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(SANDBOX_OPTION) $(if $(L),--lesson $(LESSON_DIR)) $(if $(SLURM),--slurm)
 
-progress: ## one line per lesson and TODO, from your last make check and make grade
+progress: ## one line per lesson and TODO, with its points, from your last make check and make grade
 	@$(MAKE) -s --no-print-directory build/grade-tool/grade
 	@scripts/progress.sh
 
@@ -672,17 +681,21 @@ grade-fixture:
 	@test -d "$(F)" || { echo "make grade-fixture: F=tests/fixtures/LESSON/NAME, a folder" >&2; exit 2; }
 	@scripts/grade-fixture.sh $(F)
 
-bench: deps-ready ## time the solutions against OpenBLAS and STREAM, side by side
-	@$(MAKE) -j2 --no-print-directory $(BENCHES) $(PROGRAMS_solution) mpi-ready
-	@scripts/bench.sh
-
-# Reads build/bench/results.csv only: no build, no dependencies to install.
-plots: ## draw build/bench/results.csv as PNG figures in build/plots (needs gnuplot)
-	@scripts/plots.sh
 else
 $(SOLUTION_TARGETS):
 	@echo "make $@: needs solutions/, which a student release leaves out (make check L=NN tests your files)" >&2; exit 2
 endif
+
+# The programs bench/bench_NN.sh runs, of the lessons benchmarked.
+bench_programs = $(foreach lesson,$(BENCH_LESSONS),$(addprefix build/$(BENCH_VARIANT)/$(lesson)/,$($(lesson)_PROGRAMS)))
+bench: deps-ready ## time the solutions (in a student release: your code) against OpenBLAS and STREAM; L=NN: one lesson
+	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make bench: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
+	@$(MAKE) -j2 --no-print-directory $(BENCHES) $(bench_programs) mpi-ready
+	@scripts/bench.sh $(if $(L),--lesson $(LESSON_DIR))
+
+# Reads build/bench/results.csv only: no build, no dependencies to install.
+plots: ## draw build/bench/results.csv as PNG figures in build/plots (needs gnuplot)
+	@scripts/plots.sh
 
 slides: ## render slides/*.md to self-contained HTML in build/slides (needs pandoc)
 	@scripts/slides.sh
@@ -697,6 +710,10 @@ gradescope-zip: ## build/gradescope-autograder.zip: this repository with setup.s
 
 print-edited:
 	@echo $(ZZ_EDITED)
+
+# The launcher command line, for scripts/mpirun.
+print-mpirun:
+	@echo $(call shell_quote,$(MPIRUN))
 
 clean: ## remove build/
 	rm -rf build

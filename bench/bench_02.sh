@@ -8,8 +8,8 @@
 # reported. Writes rows to $ZZ_BENCH_CSV. Run by make bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mpirun_cmd=${ZZ_MPIRUN:-mpirun}
-program=build/solution/02-mpi-matvec/matvec_mpi
+mpirun_cmd=${ZZ_MPIRUN:-scripts/mpirun}
+program=${ZZ_BENCH_BUILD:-build/solution}/02-mpi-matvec/matvec_mpi
 runs=${BENCH_RUNS:-5}
 size=8192
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)

@@ -5,7 +5,7 @@
 # per second. Writes rows to $ZZ_BENCH_CSV. Run by make bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mpirun_cmd=${ZZ_MPIRUN:-mpirun}
+mpirun_cmd=${ZZ_MPIRUN:-scripts/mpirun}
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 for ranks in 2 4; do
     [ "$ranks" -le "$cores" ] || echo "(note: $ranks ranks on $cores cores: oversubscribed, so these figures say little about a real network)"
@@ -14,7 +14,7 @@ for ranks in 2 4; do
     echo
 done
 
-program=build/solution/05-data-parallel/train
+program=${ZZ_BENCH_BUILD:-build/solution}/05-data-parallel/train
 runs=${BENCH_RUNS:-3}
 log=build/bench/bench_05_train.log
 : > "$log"

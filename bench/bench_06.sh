@@ -12,9 +12,9 @@
 # it). Writes rows to $ZZ_BENCH_CSV. Run by make bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mpirun_cmd=${ZZ_MPIRUN:-mpirun}
+mpirun_cmd=${ZZ_MPIRUN:-scripts/mpirun}
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-program=build/solution/06-zero/train_zero
+program=${ZZ_BENCH_BUILD:-build/solution}/06-zero/train_zero
 runs=${BENCH_RUNS:-5}
 hidden=3 width=512 global_batch=128
 # The variants: a stage, or a stage with flags.

@@ -21,8 +21,8 @@ cd "$(dirname "$0")/.."
 OPENBLAS_NUM_THREADS=1 build/bench/bench_07
 echo
 
-mpirun_cmd=${ZZ_MPIRUN:-mpirun}
-program=build/solution/07-offload/train_offload
+mpirun_cmd=${ZZ_MPIRUN:-scripts/mpirun}
+program=${ZZ_BENCH_BUILD:-build/solution}/07-offload/train_offload
 runs=${BENCH_RUNS:-5}
 hidden=4 width=1024 steps=30 warmup=5
 log=build/bench/bench_07_offload.log

@@ -55,7 +55,17 @@
 # Rules every text follows, checked without markers:
 #   no lesson README, skeleton or slide names solutions/ (a student
 #   release has none); each lesson's README has at most 1500 words before
-#   its first heading with a TODO.
+#   its first heading with a TODO;
+#   every command a lesson's README prints (the lines of a fenced block
+#   without a marker that starts with one, and `code` in the prose that
+#   starts with make or runs a path under build/ or scripts/) works as
+#   printed on a student's machine, in a student release: no mpirun or
+#   mpiexec of its own (it refuses as root, and with more ranks than cores;
+#   scripts/mpirun runs the Makefile's MPIRUN), except with a hostfile (a
+#   cluster's); make's targets exist and need no solutions/, L= names a
+#   lesson; build/student/LESSON/PROGRAM is a program the lesson builds,
+#   with options its --help lists; no build/solution/; scripts and
+#   lessons' scripts exist and can run.
 set -u
 here=$PWD
 cd "$(dirname "$0")/.." || exit 2
@@ -71,6 +81,7 @@ import difflib
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -581,6 +592,153 @@ def words_before_first_todo(path):
     return words, None
 
 
+# ---- The commands a lesson prints ---------------------------------------------
+
+COMMAND_START = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*"
+                           r"(?:make|mpirun|mpiexec\S*|build/|scripts/|lessons/)(?=\s|/|$)")
+CLUSTER_OPTIONS = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "--host", "-host", "-H")
+
+
+def quoted_commands(path):
+    """(line, command) for each command the text prints (the header says
+    which), continuation lines joined."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    commands, previous, k = [], "", 0
+    while k < len(lines):
+        fence = FENCE.match(lines[k])
+        if fence:
+            mark = fence.group("fence")
+            closing = re.compile(r"^\s*" + re.escape(mark[0]) + "{" + str(len(mark)) + r",}\s*$")
+            j, body = k + 1, []
+            while j < len(lines) and not closing.match(lines[j]):
+                body.append((j + 1, lines[j].strip()))
+                j += 1
+            first = next((text for _, text in body if text), "")
+            if not ANY_MARK.match(previous) and COMMAND_START.match(first):
+                pending = None
+                for number, text in body:
+                    if not text or text.startswith("#"):
+                        continue
+                    pending = (pending[0], pending[1] + " " + text) if pending else (number, text)
+                    if pending[1].endswith("\\"):
+                        pending = (pending[0], pending[1][:-1].rstrip())
+                        continue
+                    commands.append(pending)
+                    pending = None
+            previous, k = "", j + 1
+            continue
+        if lines[k].strip():
+            previous = lines[k]
+        for span in re.findall(r"`([^`\n]+)`", lines[k]):
+            span = span.strip()
+            if COMMAND_START.match(span) and (span.startswith("make ") or re.search(
+                    r"(?:^|\s)(?:build/student/|build/solution/|build/bench/|scripts/)\S", span)):
+                commands.append((k + 1, span))
+        k += 1
+    return commands
+
+
+class Facts:
+    """What the commands are checked against, read once."""
+
+    def __init__(self):
+        with open("Makefile", encoding="utf-8") as f:
+            makefile = f.read()
+        self.targets = set(re.findall(r"^([a-z][a-z0-9-]*):", makefile, re.M))
+        self.solution_targets = set()
+        for words in re.findall(r"^SOLUTION_TARGETS\s*[:+]?=(.*)$", makefile, re.M):
+            self.solution_targets |= set(words.split())
+        self.lessons = sorted(os.path.basename(d) for d in glob.glob("lessons/*") if os.path.isdir(d))
+        self.programs = {}
+        for lesson in self.lessons:
+            try:
+                with open(f"lessons/{lesson}/lesson.mk", encoding="utf-8") as f:
+                    found = re.search(r"_PROGRAMS\s*:?=(.*)", f.read())
+            except OSError:
+                found = None
+            self.programs[lesson] = found.group(1).split() if found else []
+        self.helps = {}
+
+    def lesson_of(self, name):
+        if name.isdigit():
+            name = name.zfill(2)
+        return next((lesson for lesson in self.lessons if lesson.startswith(name)), None)
+
+    def help_of(self, lesson, program):
+        """The program's --help, from a build of this checkout; None where
+        it is not built (CUDA without nvcc)."""
+        if (lesson, program) not in self.helps:
+            text = None
+            for build in ("build/solution", "build/student"):
+                binary = f"{build}/{lesson}/{program}"
+                if os.access(binary, os.X_OK):
+                    try:
+                        done = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                                              timeout=30, stdin=subprocess.DEVNULL)
+                        text = done.stdout + done.stderr
+                    except (OSError, subprocess.SubprocessError):
+                        text = None
+                    break
+            self.helps[(lesson, program)] = text
+        return self.helps[(lesson, program)]
+
+
+def command_problems(command, facts):
+    """Why a printed command would not work as printed (empty: it would)."""
+    problems = []
+    for part in re.split(r"\s*(?:&&|\|\||;|\|)\s*", command):
+        try:
+            words = shlex.split(part, comments=True)
+        except ValueError:
+            continue
+        while words and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]) or words[0] in ("env", "time", "nice")):
+            words.pop(0)
+        if not words:
+            continue
+        if words[0] == "make":
+            for word in words[1:]:
+                if word.startswith("L=") and not facts.lesson_of(word[2:]):
+                    problems.append(f"`{word}`: there is no such lesson ({' '.join(facts.lessons)})")
+                elif word.startswith("-") or "=" in word:
+                    continue
+                elif word not in facts.targets:
+                    problems.append(f"`make {word}`: the Makefile has no target {word}")
+                elif word in facts.solution_targets:
+                    problems.append(f"`make {word}` needs solutions/, which a student release leaves out")
+            continue
+        if re.fullmatch(r"mpirun|mpiexec(?:\.\S+)?|orterun", words[0]) and not any(
+                w.split("=")[0] in CLUSTER_OPTIONS for w in words):
+            problems.append(f"`{words[0]}` as printed refuses to start as root, and with more ranks than "
+                            f"cores: print `scripts/mpirun` (the Makefile's MPIRUN) in its place")
+        for index, word in enumerate(words):
+            student = re.fullmatch(r"build/student/([^/]+)/([^/\s]+)", word)
+            if word.startswith("build/solution/"):
+                problems.append(f"`{word}`: a student release has no build/solution/; "
+                                f"print build/student/ (the student's own build)")
+            elif student:
+                lesson, program = student.groups()
+                if lesson not in facts.programs:
+                    problems.append(f"`{word}`: there is no lesson {lesson}")
+                elif program not in facts.programs[lesson]:
+                    problems.append(f"`{word}`: lesson {lesson} builds no program {program} "
+                                    f"(it builds {' '.join(facts.programs[lesson]) or 'none'})")
+                else:
+                    usage = facts.help_of(lesson, program)
+                    for option in words[index + 1:]:
+                        name = option.split("=")[0]
+                        if (usage is not None and re.fullmatch(r"--[a-z][a-z0-9-]*", name)
+                                and not re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", usage)):
+                            problems.append(f"`{program} {name}`: {program} --help lists no option {name}")
+            elif re.fullmatch(r"build/bench/bench_\d\d", word):
+                if not glob.glob(f"bench/{os.path.basename(word)}.c"):
+                    problems.append(f"`{word}`: there is no bench/{os.path.basename(word)}.c")
+            elif index == 0 and re.match(r"(?:scripts|lessons)/", word):
+                if not (os.path.isfile(word) and os.access(word, os.X_OK)):
+                    problems.append(f"`{word}`: no such script, or it cannot run (chmod +x)")
+    return problems
+
+
 def rules(files):
     """(passed, [problems], description) for the rules without markers."""
     results = []
@@ -596,6 +754,28 @@ def rules(files):
                         problems.append(f"{path}:{k}: names solutions/, which a student release "
                                         f"does not have: \"{line.strip()[:120]}\"")
         results.append((problems, "no lesson text, skeleton or slide points students to solutions/"))
+    readmes = [f for f in files if re.fullmatch(r"lessons/[^/]+/README\.md", f)]
+    if readmes:
+        facts, problems, count = Facts(), [], 0
+        for path in readmes:
+            for line, command in quoted_commands(path):
+                count += 1
+                for problem in command_problems(command, facts):
+                    problems.append(f"{path}:{line}: {problem}: \"{describe(command, 100)}\"")
+        results.append((problems, f"the {count} commands the lessons print work as printed, in a "
+                                  f"student release, as root and on few cores"))
+        # The rule can fail: each of these must be refused.
+        planted = ["mpirun -np 4 build/student/06-zero/train_zero --stage 3",
+                   "ZZ_STEPS_DIR=/tmp/steps mpiexec -n 2 build/student/02-mpi-matvec/matvec_mpi",
+                   "make build-solution", "make check L=99", "make no-such-target",
+                   "build/solution/01-serial-matvec/matvec",
+                   "build/student/01-serial-matvec/no_such_program",
+                   "scripts/mpirun -np 2 build/student/06-zero/train_zero --no-such-option 1",
+                   "scripts/no-such-script.sh"]
+        missed = [c for c in planted if not command_problems(c, facts)]
+        results.append(([f"a planted command that would not work was not refused: \"{c}\""
+                         for c in missed],
+                        f"the rule refuses {len(planted)} planted commands that would not work"))
     for path in files:
         if not re.fullmatch(r"lessons/[^/]+/README\.md", path):
             continue

@@ -20,8 +20,9 @@
 #      every predefined constant of MPI is accepted in every MPI lesson
 #      (tests/check-mpi-constants.sh),
 #      the shared library keeps its rule for errors
-#      (tests/check-common-errors.sh), and make plots draws a small
-#      results.csv (tests/check-plots.sh; skipped without gnuplot);
+#      (tests/check-common-errors.sh), make plots draws a small
+#      results.csv (tests/check-plots.sh; skipped without gnuplot), and a
+#      student release holds no answer (tests/check-release.sh);
 #  11. the run leaves nothing in the temporary folder or /dev/shm.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 # Usage: tests/run-all.sh [--full] LESSON...   (run by make test and make
@@ -179,6 +180,9 @@ if tests/check-common-errors.sh; then
 else
     tally_line no "common errors"
 fi
+echo
+
+tests/check-release.sh --tally "$tally" || status=1
 echo
 
 echo "== make plots, on a small results.csv (tests/plots/)"

@@ -9,8 +9,8 @@
 #   ZZ_BUILD_DIR=build/solution lessons/06-zero/plot-memory.sh
 #
 # Needs gnuplot (scripts/install-deps.sh --extras). Runs through
-# $ZZ_MPIRUN when set (make sets it), else mpirun, with --oversubscribe
-# for Open MPI: 4 ranks on fewer cores are slow, but the bytes are exact.
+# scripts/mpirun, the Makefile's MPIRUN (as root, and with --oversubscribe
+# for Open MPI: 4 ranks on fewer cores are slow, but the bytes are exact).
 set -euo pipefail
 if ! command -v gnuplot >/dev/null 2>&1; then
     echo "plot-memory.sh: gnuplot is not installed (scripts/install-deps.sh --extras installs it)" >&2
@@ -22,10 +22,7 @@ if [ ! -x "$program" ]; then
     echo "plot-memory.sh: no $program: run make all first" >&2
     exit 1
 fi
-mpirun_cmd=${ZZ_MPIRUN:-mpirun}
-if [ -z "${ZZ_MPIRUN:-}" ] && mpirun --version 2>/dev/null | grep -q 'Open MPI'; then
-    mpirun_cmd="mpirun --oversubscribe"
-fi
+mpirun_cmd=scripts/mpirun
 out=build/plots
 mkdir -p "$out"
 data=$out/06-memory.dat

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# make check L=NN T=N: the tests of one TODO alone, for a quick verdict on
+# the TODO you work on (make check L=NN runs them all).
+#
+#   scripts/check-todo.sh LESSON TODO TITLE   (run by make, after the build)
+#
+# Which tests are TODO N's, the lesson's manifest says (tests/manifest/,
+# its TODO column: a number, a range "3-5" or a list "1,3"): every test
+# whose TODO column holds N. Each runs alone in the lesson's test program
+# (CK_RUN_CASE, one run each), with the same verdicts and messages as make
+# check. The lesson's record for make progress (build/check/LESSON.results)
+# gets these tests' new results; its other tests keep their last ones, or
+# are marked not run. Exit status 0 when every test passed, 1 when one did
+# not, 2 on bad input.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+if [ $# -ne 3 ]; then
+    echo "usage: scripts/check-todo.sh LESSON TODO TITLE (make check L=NN T=N runs it)" >&2
+    exit 2
+fi
+lesson=$1 todo=$2 title=$3
+judge=build/student/tests/test_$lesson
+number=${lesson%%-*}
+if ! [[ $todo =~ ^[0-9]+$ ]]; then
+    echo "make check: T=$todo: say one TODO's number, e.g. make check L=$number T=2" >&2
+    exit 2
+fi
+todo=$((10#$todo))
+
+# Every manifest line "POINTS | TODO | NAME [| OPTIONS]" as "TODOS<TAB>NAME",
+# TODOS the numbers its TODO column covers, comma-separated.
+manifests=("tests/manifest/$lesson.txt")
+[ -e "tests/hidden/manifest/$lesson.txt" ] && manifests+=("tests/hidden/manifest/$lesson.txt")
+todos_of=$(awk -F'|' '
+    /^[^#].*\|.*\|/ {
+        field = $2; name = $3
+        gsub(/^ +| +$/, "", name)
+        gsub(/[^0-9,-]+/, " ", field)       # "hello_mpi.c 1-3": the numbers
+        gsub(/ +/, ",", field)
+        count = split(field, pieces, ",")
+        numbers = ""
+        for (k = 1; k <= count; k++) {
+            if (pieces[k] == "") continue
+            if (split(pieces[k], ends, "-") == 2 && ends[1] != "" && ends[2] != "")
+                for (n = ends[1] + 0; n <= ends[2] + 0; n++) numbers = numbers "," n
+            else
+                numbers = numbers "," (pieces[k] + 0)
+        }
+        print substr(numbers, 2) "\t" name
+    }' "${manifests[@]}")
+names=$(ZZ_BUILD_DIR=build/student "$judge" --list) || exit 2
+selected=()
+while IFS= read -r name; do
+    todos=$(printf '%s\n' "$todos_of" | awk -F'\t' -v name="$name" '$2 == name { print $1; exit }')
+    [[ ",$todos," == *",$todo,"* ]] && selected+=("$name")
+done <<< "$names"
+if [ ${#selected[@]} -eq 0 ]; then
+    all=$(printf '%s\n' "$todos_of" | cut -f1 | tr ',' '\n' | sort -nu | tr '\n' ' ')
+    echo "make check: lesson $lesson has no tests of TODO $todo (its TODOs: ${all% })" >&2
+    exit 2
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/zz-check-todo-XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+tests="${#selected[@]} tests"
+[ ${#selected[@]} -eq 1 ] && tests="1 test"
+echo "$title: the $tests of TODO $todo (make check L=$number: the whole lesson)"
+passed=0 failed=0 not_started=0 k=0
+: > "$work/results"
+for name in "${selected[@]}"; do
+    k=$((k + 1))
+    CK_RUN_CASE=$name ZZ_BUILD_DIR=build/student "$judge" --title "$title" --mode student \
+        --results "$work/one.results" > "$work/one.out" 2>&1
+    status=$?
+    line=$(awk -F'\t' -v name="$name" '$2 == name' "$work/one.results" 2>/dev/null)
+    if [ "$status" -gt 1 ] || [ -z "$line" ]; then
+        echo "make check: the test program $judge stopped (exit status $status) on test '$name':" >&2
+        sed 's/^/  | /' "$work/one.out" >&2
+        exit 2
+    fi
+    printf '%s\n' "$line" >> "$work/results"
+    case ${line%%$'\t'*} in
+        pass) passed=$((passed + 1)) ;;
+        todo) failed=$((failed + 1)) not_started=$((not_started + 1)) ;;
+        skip) ;;
+        *) failed=$((failed + 1)) ;;
+    esac
+    # The runner's lines for this test (and a note about the system, once):
+    # not its title, its summary, nor the other tests it did not run.
+    awk -v first="$k" '
+        NR == 1 { next }
+        /not run: CK_RUN_CASE names another test$/ { next }
+        /^  [0-9]+ passed, [0-9]+ failed/ || /^[0-9]+%: Checks: / { next }
+        /^  \(/ && first != 1 { next }
+        { print }' "$work/one.out"
+done
+echo "  $passed passed, $failed failed ($not_started of them not started), of TODO $todo's $tests"
+
+# make progress's record: these tests' new results, the others' last ones.
+mkdir -p build/check || exit 2
+record=build/check/$lesson.results
+while IFS= read -r name; do
+    line=$(awk -F'\t' -v name="$name" '$2 == name' "$work/results")
+    [ -n "$line" ] || [ ! -e "$record" ] || line=$(awk -F'\t' -v name="$name" '$2 == name' "$record")
+    [ -n "$line" ] || line=$(printf 'skip\t%s\tnot run: make check L=%s T=%s ran TODO %s'"'"'s tests only' "$name" "$number" "$todo" "$todo")
+    printf '%s\n' "$line"
+done <<< "$names" > "$work/record"
+mv "$work/record" "$record" || exit 2
+rm -f "build/check/$lesson.build.log"
+[ "$failed" -eq 0 ]
