@@ -54,13 +54,17 @@ probe_with() {   # probe_with MPICC [FLAGS...]
     fi
     { awk '$1 == "#define" && $2 ~ /^MPI_[A-Z0-9_]+$/ && NF >= 3 { print $2 }' "$work/macros"
       grep -v '^#' "$work/declarations" | grep -oE '\bMPI_[A-Z0-9_]+\b'; } | sort -u > "$work/list"
-    # Each round drops the macros whose lines the compiler refused;
+    # Each round drops the macros whose lines the compiler refused. GCC's
     # -ftrack-macro-expansion=0 reports an error at the line that uses the
-    # macro, not inside mpi.h.
-    local round
+    # macro, not inside mpi.h; clang has no such flag, and reports it at
+    # the use first anyway.
+    local round track=()
+    if "$@" -ftrack-macro-expansion=0 -E "$work/header.c" > /dev/null 2>&1; then
+        track=(-ftrack-macro-expansion=0)
+    fi
     for round in 1 2 3 4 5 6; do
         write_probe "$work/list" "$work/probe.c"
-        if "$@" -c -O0 -w -ftrack-macro-expansion=0 "$work/probe.c" -o "$work/probe.o" > "$work/log" 2>&1; then
+        if "$@" -c -O0 -w "${track[@]}" "$work/probe.c" -o "$work/probe.o" > "$work/log" 2>&1; then
             nm -u "$work/probe.o" | awk '{ print $NF }' | sed 's/@.*//' |
                 grep -vxE 'zz_constant_sink|_GLOBAL_OFFSET_TABLE_' >> "$work/symbols"
             return 0
