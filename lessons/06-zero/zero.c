@@ -149,16 +149,26 @@ void stage3_update(zero_state *z, long step)
  * caller computes with these. */
 const bf16 *stage3_prefetched(zero_state *z, int layer, int next)
 {
-    /* TODO 5 start: if no gather of layer `layer` was started, start it
-     * now; start the gather of `next` (when 0 <= next < L) into the other
-     * slot of z->gathered, with MPI_Iallgatherv on z->comm (every rank's
-     * part of the layer, from zero_owned_part, and where it goes in the
-     * layer; the counts and displacements in z->prefetch_counts[k] and
-     * z->prefetch_displs[k], which must last until it completes, its
-     * request in z->prefetch_request[k]); then complete layer's gather and
-     * return its parameters, with next's still running: the caller's
-     * computation is what it overlaps (the tests see which requests are
-     * open when you return). At most two layers are gathered at once. */
+    /* TODO 5 start. Layer l = `layer` has range z->layers[l]: n values,
+     * from range.begin in the whole model. Slots k = 0 and 1 of
+     * z->gathered hold at most two layers; z->gathered_layer[k] says which
+     * (-1: empty).
+     * 1. If no slot holds l, start l's gather into an empty slot k:
+     *    z->gathered[k] = ledger_alloc(MEMORY_GATHERED, n bf16s).
+     *    For each rank r, part = zero_owned_part(z->total, z->ranks, r,
+     *    range.begin, n): counts[r] is its length, displs[r] its start
+     *    minus range.begin (0 for an empty part). Use z->prefetch_counts[k]
+     *    and z->prefetch_displs[k]: MPI reads them until the gather
+     *    completes, so arrays on the stack would be gone by then.
+     *    This rank sends its own part, which starts at
+     *    z->params + (part.begin - z->own.begin).
+     *    MPI_Iallgatherv on z->comm, request in z->prefetch_request[k].
+     * 2. If 0 <= next < z->layer_count, start `next`'s gather the same way,
+     *    into the other slot.
+     * 3. Wait for l's request only, and return z->gathered of l's slot.
+     *    Leave next's gather running: it travels while the caller computes
+     *    with l. The tests look at which requests are open when you
+     *    return. */
     NOT_DONE();
     /* TODO 5 end */
 }
