@@ -164,7 +164,8 @@ LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
 # Each build ("variant") has its own folder, build/VARIANT/:
 #   student    lessons/ alone: the skeletons, or the student's work
 #   solution   the edited files from solutions/, everything else from lessons/
-#   sanitize   the solution under AddressSanitizer and UBSan
+#   sanitize   the solution under AddressSanitizer and UBSan; its library
+#              and tests are what a grading's sanitized pass links
 #   graded/ID  a submission being graded (scripts/grade.sh): its edited files
 #              from GRADE_SRC/LESSON/, everything else from lessons/
 # and for each, these variables:
@@ -176,8 +177,9 @@ LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
 #   VARIANT_CHECKED   set: scripts/check-submission.sh checks its edited files
 #                     before anything links them, and scripts/check-program.sh
 #                     each program that runs them once it is linked
-# A student release has the student build alone.
-OWN_VARIANTS := student $(if $(HAVE_SOLUTIONS),solution sanitize)
+# A student release has the student build, and the sanitize build's library
+# and tests for make grade.
+OWN_VARIANTS := student $(if $(HAVE_SOLUTIONS),solution) sanitize
 
 # A skeleton is unfinished on purpose: its parameters and variables wait for
 # the student's code, so "unused" is not a warning there. (After WARN_FLAGS:
@@ -208,10 +210,13 @@ $(foreach variant,$(OWN_VARIANTS),$(eval $(variant)_LIBRARY := $(variant)))
 GRADE_ID ?= default
 GRADE_VARIANT := graded/$(GRADE_ID)
 $(GRADE_VARIANT)_SOURCES  := $(GRADE_SRC) lessons
-$(GRADE_VARIANT)_FLAGS    := $(OPT_FLAGS)
+# GRADE_SANITIZE=1: the same files under AddressSanitizer and UBSan, linked
+# with the sanitize build's library and tests, for grade.sh's second pass
+# (their symbols were checked in the plain build of the same files).
+$(GRADE_VARIANT)_FLAGS    := $(if $(GRADE_SANITIZE),$(SANITIZE_FLAGS),$(OPT_FLAGS))
 $(GRADE_VARIANT)_WARNINGS := $(filter-out -Werror,$(student_WARNINGS))
-$(GRADE_VARIANT)_LIBRARY  := $(if $(HAVE_SOLUTIONS),solution,student)
-$(GRADE_VARIANT)_CHECKED  := $(if $(filter 0,$(GRADE_SYMBOL_CHECK)),,yes)
+$(GRADE_VARIANT)_LIBRARY  := $(if $(GRADE_SANITIZE),sanitize,$(if $(HAVE_SOLUTIONS),solution,student))
+$(GRADE_VARIANT)_CHECKED  := $(if $(or $(GRADE_SANITIZE),$(filter 0,$(GRADE_SYMBOL_CHECK))),,yes)
 
 VARIANTS := $(OWN_VARIANTS) $(if $(GRADE_SRC),$(GRADE_VARIANT))
 

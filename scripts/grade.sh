@@ -124,13 +124,14 @@ tree_fingerprint() {
 }
 
 # And what the builds made that the grading runs or links: its grade tool,
-# and the library build (libcommon.a, the harness's and the tests' objects)
-# that every graded program and judge is linked with.
+# and the library builds (libcommon.a, the harness's and the tests' objects;
+# the sanitize build's for the sanitized pass) that every graded program
+# and judge is linked with.
 build_fingerprint() {
-    find "$grade_tool" "build/$library/common" "build/$library/tests" \
-        \( -type f -o -type l \) -printf '%y %m %p %l\n' 2>/dev/null | LC_ALL=C sort
-    find "$grade_tool" "build/$library/common" "build/$library/tests" \
-        -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum 2>/dev/null
+    local parts=("$grade_tool" "build/$library/common" "build/$library/tests")
+    [ -n "$sanitizers_off" ] || parts+=(build/sanitize/common build/sanitize/tests)
+    find "${parts[@]}" \( -type f -o -type l \) -printf '%y %m %p %l\n' 2>/dev/null | LC_ALL=C sort
+    find "${parts[@]}" -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum 2>/dev/null
 }
 
 # The files named in one fingerprint and not the other, or differently:
@@ -164,6 +165,45 @@ check_room() {   # check_room WHEN
             exit 4
         fi
     done
+}
+
+# The sanitized pass. Each lesson is built a second time under
+# AddressSanitizer and UBSan (make GRADE_SANITIZE=1) and its tests run again
+# on that build; a test passes only when it passes in both. A sanitized
+# test fails a plain pass only with a sanitizer's report (the harness's
+# words "built with the sanitizers"): a test that runs slower under the
+# sanitizers, or that the sanitizers make meaningless (the kernel's count
+# of a rank's memory), never costs a correct program its points.
+# merge_sanitized PLAIN SANITIZED MANIFEST...: the verdicts, merged; the
+# manifests' TODO column names the TODO in the failure.
+merge_sanitized() {
+    local plain=$1 sanitized=$2
+    shift 2
+    awk -F'\t' -v plain="$plain" -v sanitized="$sanitized" '
+        /^[^#].*\|.*\|/ {
+            split($0, field, "|"); name = field[3]; todo = field[2]
+            gsub(/^ +| +$/, "", name); gsub(/^ +| +$/, "", todo)
+            todo_of[name] = todo
+        }
+        END {
+            count = split(sanitized, lines, "\n")
+            for (k = 1; k <= count; k++) {
+                if (split(lines[k], part, "\t") < 3) continue
+                if (part[1] == "fail" && index(part[3], "built with the sanitizers") > 0)
+                    found[part[2]] = part[3]
+            }
+            count = split(plain, lines, "\n")
+            for (k = 1; k <= count; k++) {
+                if (lines[k] == "") continue
+                split(lines[k], part, "\t")
+                if (part[1] == "pass" && (part[2] in found)) {
+                    todo = todo_of[part[2]]
+                    printf "fail\t%s\tunder the sanitizers%s: %s\n", part[2],
+                        todo != "" ? " (TODO " todo ")" : "", found[part[2]]
+                } else
+                    print lines[k]
+            }
+        }' "$@" /dev/null
 }
 
 main() {
@@ -245,10 +285,11 @@ out_parent=$(dirname "$out")
 # One build folder per output folder, so that several gradings never mix.
 grade_id=$(printf '%s' "$out" | tr -c 'A-Za-z0-9_.-' '_')
 build_dir=build/graded/$grade_id
+sanitized_dir=build/graded/$grade_id-sanitize
 src=$out/src
 work=$out/work
-refuse_links "$out" "$build_dir" "$src" "$work"
-rm -rf "$src" "$build_dir"
+refuse_links "$out" "$build_dir" "$sanitized_dir" "$src" "$work"
+rm -rf "$src" "$build_dir" "$sanitized_dir"
 mkdir -p "$src" "$work" "$build_dir/tmp" || exit 2
 # Only the graded lessons' logs go: make grade L=06 leaves lesson 07's last
 # grading in place, which make progress reads.
@@ -335,12 +376,31 @@ if unshare --pid --fork true 2>/dev/null || unshare --user --pid --fork true 2>/
     namespaces=true
 fi
 
+# The sanitized pass (merge_sanitized), asked for with GRADE_SANITIZERS=1
+# (not yet the default: being built, issue 21's section 3), where the
+# compiler can build and run a program under AddressSanitizer and UBSan.
+# Why not, in a few words, for the log.
+sanitizers_off=""
+if [ "${GRADE_SANITIZERS:-0}" != 1 ]; then
+    sanitizers_off="not asked for (GRADE_SANITIZERS=1 asks)"
+elif ! printf 'int main(void) { return 0; }\n' |
+        "${CC:-cc}" -fsanitize=address,undefined -x c - -o "$build_dir/tmp/sanitizers-probe" > /dev/null 2>&1 ||
+     ! ASAN_OPTIONS=detect_leaks=0 "$build_dir/tmp/sanitizers-probe" > /dev/null 2>&1; then
+    sanitizers_off="${CC:-cc} cannot build and run a program with -fsanitize=address,undefined here"
+fi
+rm -f "$build_dir/tmp/sanitizers-probe"
+# llvm-symbolizer turns the reports' addresses into file:line (Debian keeps
+# it in LLVM's own folder); without it, the reports name the binary.
+symbolizer=$(command -v llvm-symbolizer 2>/dev/null || ls /usr/lib/llvm-*/bin/llvm-symbolizer 2>/dev/null | tail -1)
+[ -z "$sanitizers_off" ] || [ "${GRADE_SANITIZERS:-0}" != 1 ] ||
+    echo "grade: the tests run once, not again under AddressSanitizer and UBSan: $sanitizers_off"
+
 # What each lesson's tests judged, kept here until every lesson is done: no
 # program of a later lesson can reach it. Every lesson is built before any
 # test runs, so no lesson's code can change another's sources before they
 # are compiled; each lesson's programs are fingerprinted once built, and a
 # lesson whose programs changed before its tests ran is not run.
-declare -A verdicts=() endings=() build_logs=() built=()
+declare -A verdicts=() endings=() build_logs=() built=() built_sanitized=()
 for lesson in "${lessons[@]}"; do
     # A lesson that cannot be built here (CUDA without nvcc): every test is
     # skipped, with the reason, and scored as its manifest says.
@@ -364,6 +424,17 @@ for lesson in "${lessons[@]}"; do
         continue
     fi
     built[$lesson]=$(find "$build_dir/tests/test_$lesson" "$build_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
+    [ -z "$sanitizers_off" ] || continue
+    # The same files again, under the sanitizers: where that build fails
+    # (a toolchain's limit, since the plain build of the same files
+    # passed), the lesson is graded on its plain tests, and the log says so.
+    if make -s --no-print-directory GRADE_SRC="$src" GRADE_ID="$grade_id-sanitize" GRADE_SANITIZE=1 \
+            "$sanitized_dir/tests/test_$lesson" > "$work/$lesson.sanitized-build.log" 2>&1; then
+        built_sanitized[$lesson]=$(find "$sanitized_dir/tests/test_$lesson" "$sanitized_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
+        rm -f "$work/$lesson.sanitized-build.log"
+    else
+        echo "grade: lesson $lesson: not run under the sanitizers, whose build failed (see $work/$lesson.sanitized-build.log)"
+    fi
 done
 check_room "after the builds"
 build_before=$(build_fingerprint)
@@ -417,7 +488,34 @@ for lesson in "${lessons[@]}"; do
         endings[$lesson]+="; its log ends: $(tail -n 3 "$work/$lesson.log" | tr '\n\t' '  ' | cut -c1-300)"
         echo "grade: lesson $lesson: ${endings[$lesson]}"
     fi
+    if [ -n "${built_sanitized[$lesson]:-}" ] && [ -z "${endings[$lesson]:-}" ] &&
+       sha256sum --quiet --check <(printf '%s\n' "${built_sanitized[$lesson]}") > /dev/null 2>&1; then
+        # No address-space limit: the sanitizers reserve terabytes of it for
+        # their shadow memory. Leaks are not graded; a size too large for
+        # memory reaches the program's own error path, as without them.
+        options=detect_leaks=0:allocator_may_return_null=1
+        [ -z "$symbolizer" ] || options+=":external_symbolizer_path=$symbolizer"
+        [ "$lesson_memory" = unlimited ] && options="protect_shadow_gap=0:$options"
+        sanitizer_env=(ASAN_OPTIONS="$options" UBSAN_OPTIONS="print_stacktrace=1${symbolizer:+:external_symbolizer_path=$symbolizer}")
+        sanitized=$( {
+            (
+                ulimit -t "$cpu_seconds" -f "$file_kib"
+                [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
+                exec timeout --kill-after=10 "$wall_seconds" \
+                    env ZZ_BUILD_DIR="$root/$sanitized_dir" "${sandbox_env[@]}" \
+                    "${sanitizer_env[@]}" \
+                    ${sandbox_env:+"ZZ_SANDBOX_SHOW=$root/$sanitized_dir/$lesson"} "$sanitized_dir/tests/test_$lesson" \
+                    --title "lesson $lesson, under AddressSanitizer and UBSan" --mode student --results-fd 3 \
+                    --private-tmp "$tmp_mib" \
+                    3>&1 > "$work/$lesson.sanitized.log" 2>&1 < /dev/null
+            )
+        } )
+        manifests=("tests/manifest/$lesson.txt")
+        [ -e "tests/hidden/manifest/$lesson.txt" ] && manifests+=("tests/hidden/manifest/$lesson.txt")
+        verdicts[$lesson]=$(merge_sanitized "${verdicts[$lesson]}" "$sanitized" "${manifests[@]}")$'\n'
+    fi
     $namespaces || "$grade_tool" --sweep "$root/$build_dir"
+    $namespaces || "$grade_tool" --sweep "$root/$sanitized_dir"
     # What the tests left in the build folder's temporary folder (where
     # they had no /tmp of their own) goes before the next lesson's.
     refuse_links "$build_dir/tmp"

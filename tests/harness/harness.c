@@ -1319,10 +1319,66 @@ static void first_own_line(const char *text, char *line, size_t len)
     }
 }
 
+/* A sanitizer's report in `err` (the grading's sanitized pass builds the
+ * programs with AddressSanitizer and UBSan, or ThreadSanitizer): its tool,
+ * its first line from the kind of error on ("heap-buffer-overflow on
+ * address ...", "signed integer overflow: ...", "data race"), and the
+ * first frame of its stack in a lesson's file, not the shared library's
+ * or the system's ("in fast_matvec .../matvec.c:42"). NULL when there is
+ * none. */
+static const char *sanitizer_report(const char *err, char *line, size_t len,
+                                    char *frame, size_t frame_len)
+{
+    static const struct { const char *mark, *tool; } kinds[] = {
+        { "ERROR: AddressSanitizer: ", "AddressSanitizer" },
+        { "WARNING: ThreadSanitizer: ", "ThreadSanitizer" },
+        { ": runtime error: ", "UndefinedBehaviorSanitizer" },
+    };
+    const char *found = NULL, *tool = NULL;
+    size_t mark_length = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        const char *at = strstr(err, kinds[k].mark);
+        if (at != NULL && (found == NULL || at < found)) {
+            found = at;
+            tool = kinds[k].tool;
+            mark_length = strlen(kinds[k].mark);
+        }
+    }
+    if (found == NULL)
+        return NULL;
+    /* UBSan's line starts with its place: "FILE:LINE:COL: runtime error";
+     * the others' with the kind of error, up to the registers' values
+     * (" at pc 0x..."), which say nothing to a student. */
+    const char *start = found + mark_length;
+    if (strcmp(tool, "UndefinedBehaviorSanitizer") == 0)
+        for (start = found; start > err && start[-1] != '\n';)
+            start--;
+    size_t n = strcspn(start, "\n");
+    const char *registers = strstr(start, " at pc 0x");
+    if (registers != NULL && (size_t)(registers - start) < n)
+        n = (size_t)(registers - start);
+    snprintf(line, len, "%s: %.*s", tool, (int)(n < 200 ? n : 200), start);
+    frame[0] = '\0';
+    for (const char *at = found + n; *at;) {
+        size_t m = strcspn(at, "\n");
+        const char *in = strstr(at, " in ");
+        if (in != NULL && in < at + m && at[strspn(at, " ")] == '#' &&
+            memmem(at, m, "/common/", 8) == NULL &&
+            memmem(at, m, "/usr/", 5) == NULL &&
+            memmem(at, m, ".c:", 3) != NULL) {
+            snprintf(frame, frame_len, "%.*s", (int)(at + m - in - 1),
+                     in + 1);
+            break;
+        }
+        at += m + (at[m] == '\n');
+    }
+    return line;
+}
+
 /* The first line of `err` that shows a corrupted heap: glibc's own words
  * when it finds its bookkeeping overwritten (a write past the end or
- * before the start of a block, or a block freed twice), or
- * AddressSanitizer's. NULL when there is none. */
+ * before the start of a block, or a block freed twice); a sanitizer's
+ * report is sanitizer_report's. NULL when there is none. */
 static const char *heap_corruption_line(const char *err, char *line,
                                         size_t len)
 {
@@ -1343,13 +1399,6 @@ static const char *heap_corruption_line(const char *err, char *line,
             return line;
         }
         at += n + (at[n] == '\n');
-    }
-    /* "==PID==ERROR: AddressSanitizer: heap-buffer-overflow on ...". */
-    const char *asan = strstr(err, "AddressSanitizer: heap-");
-    if (asan != NULL) {
-        size_t n = strcspn(asan, "\n");
-        snprintf(line, len, "%.*s", (int)(n < len ? n : len - 1), asan);
-        return line;
     }
     return NULL;
 }
@@ -1421,6 +1470,18 @@ void harness_expect_success(const run_result *result, const char *what)
         ck_abort_msg("could not start %s: %s", what, result->err);
     if (not_started_line(result->err, line, sizeof line) != NULL)
         _ck_assert_failed(__FILE__, __LINE__, "not started", "%s", line);
+    /* A sanitizer's report first: it names the error where it happened,
+     * before any later crash or wrong result it would lead to. */
+    char frame[256];
+    if ((result->timed_out || result->signal != 0 ||
+         result->exit_status != 0) &&
+        sanitizer_report(result->err, line, sizeof line, frame,
+                         sizeof frame) != NULL)
+        ck_abort_msg("%s: %s%s%s. The program ran built with the sanitizers, "
+                     "which stop it at the first memory error, undefined "
+                     "behaviour or data race, even one that leaves the "
+                     "results right", what, line, frame[0] ? ", " : "",
+                     frame);
     /* A corrupted heap first: a rank that finds its heap corrupted often
      * hangs while reporting it (its signal handler needs the very heap),
      * and that is not a deadlock. */
