@@ -56,6 +56,10 @@ CFLAGS     ?=
 LDFLAGS    ?=
 OPENMP_FLAGS ?= -fopenmp
 SANITIZE_FLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# ThreadSanitizer's build (make grade's race pass) is clang's, with LLVM's
+# OpenMP runtime and its Archer tool: libgomp's barriers are not
+# instrumented, so ThreadSanitizer would take them for races.
+TSAN_FLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 
 # MPI: one library's compiler wrapper with that library's own launcher
 # (another MPI's launcher starts every rank alone, in a world of 1).
@@ -154,6 +158,9 @@ export ZZ_LESSONS := $(LESSONS)
 export ZZ_UNBUILT := $(filter-out $(BUILT_LESSONS),$(LESSONS))
 export ZZ_UNBUILT_REASON := nvcc (the CUDA toolkit) was not found, so the CUDA lessons were not built
 export ZZ_CUDA_LESSONS := $(CUDA_LESSONS)
+# The lessons whose code runs threads (lesson.mk's TSAN): make grade runs
+# their tests once more under ThreadSanitizer.
+export ZZ_TSAN_LESSONS := $(foreach lesson,$(BUILT_LESSONS),$(if $($(lesson)_TSAN),$(lesson)))
 export ZZ_EDITED := $(foreach lesson,$(LESSONS),$(addprefix $(lesson)/,$($(lesson)_EDITED)))
 
 # L=1, L=01 or L=01-serial-matvec all name lesson 01.
@@ -166,6 +173,9 @@ LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
 #   solution   the edited files from solutions/, everything else from lessons/
 #   sanitize   the solution under AddressSanitizer and UBSan; its library
 #              and tests are what a grading's sanitized pass links
+#   tsan       the same under ThreadSanitizer, always built with clang
+#              (make CC=$(CLANG) ...; scripts/grade.sh does so) for the
+#              race pass of the lessons whose code runs threads
 #   graded/ID  a submission being graded (scripts/grade.sh): its edited files
 #              from GRADE_SRC/LESSON/, everything else from lessons/
 # and for each, these variables:
@@ -179,7 +189,7 @@ LESSON_DIR := $(if $(L),$(call lesson_of,$(L)))
 #                     each program that runs them once it is linked
 # A student release has the student build, and the sanitize build's library
 # and tests for make grade.
-OWN_VARIANTS := student $(if $(HAVE_SOLUTIONS),solution) sanitize
+OWN_VARIANTS := student $(if $(HAVE_SOLUTIONS),solution) sanitize tsan
 
 # A skeleton is unfinished on purpose: its parameters and variables wait for
 # the student's code, so "unused" is not a warning there. (After WARN_FLAGS:
@@ -198,6 +208,9 @@ solution_CHECKED  := yes
 sanitize_SOURCES  := solutions lessons
 sanitize_FLAGS    := $(SANITIZE_FLAGS)
 sanitize_WARNINGS := $(WARN_FLAGS)
+tsan_SOURCES      := solutions lessons
+tsan_FLAGS        := $(TSAN_FLAGS)
+tsan_WARNINGS     := $(WARN_FLAGS)
 $(foreach variant,$(OWN_VARIANTS),$(eval $(variant)_LIBRARY := $(variant)))
 
 # Grading (scripts/grade.sh): a submission's edited files, copied into
@@ -211,11 +224,14 @@ GRADE_ID ?= default
 GRADE_VARIANT := graded/$(GRADE_ID)
 $(GRADE_VARIANT)_SOURCES  := $(GRADE_SRC) lessons
 # GRADE_SANITIZE=1: the same files under AddressSanitizer and UBSan, linked
-# with the sanitize build's library and tests, for grade.sh's second pass
-# (their symbols were checked in the plain build of the same files).
-$(GRADE_VARIANT)_FLAGS    := $(if $(GRADE_SANITIZE),$(SANITIZE_FLAGS),$(OPT_FLAGS))
+# with the sanitize build's library and tests, for grade.sh's second pass;
+# GRADE_SANITIZE=thread, under ThreadSanitizer with the tsan build's, for
+# its race pass (their symbols were checked in the plain build of the same
+# files).
+GRADE_TSAN := $(filter thread,$(GRADE_SANITIZE))
+$(GRADE_VARIANT)_FLAGS    := $(if $(GRADE_TSAN),$(TSAN_FLAGS),$(if $(GRADE_SANITIZE),$(SANITIZE_FLAGS),$(OPT_FLAGS)))
 $(GRADE_VARIANT)_WARNINGS := $(filter-out -Werror,$(student_WARNINGS))
-$(GRADE_VARIANT)_LIBRARY  := $(if $(GRADE_SANITIZE),sanitize,$(if $(HAVE_SOLUTIONS),solution,student))
+$(GRADE_VARIANT)_LIBRARY  := $(if $(GRADE_TSAN),tsan,$(if $(GRADE_SANITIZE),sanitize,$(if $(HAVE_SOLUTIONS),solution,student)))
 $(GRADE_VARIANT)_CHECKED  := $(if $(or $(GRADE_SANITIZE),$(filter 0,$(GRADE_SYMBOL_CHECK))),,yes)
 
 VARIANTS := $(OWN_VARIANTS) $(if $(GRADE_SRC),$(GRADE_VARIANT))
@@ -625,7 +641,10 @@ GRADE_JOBS = $(or $(JOBS),$(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))))
 grade-all: deps-ready ## grade every submission in SUBMISSIONS=DIR (-jN: N at once; SLURM=1: a job array): a CSV roster, a log each
 	@test -n "$(SUBMISSIONS)" || { echo "make grade-all: say where: make grade-all SUBMISSIONS=folder-of-submissions" >&2; exit 2; }
 	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make grade-all: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
-	@$(MAKE) -s --no-print-directory mpi-ready $(call library_parts,$($(GRADE_VARIANT)_LIBRARY))
+	@$(MAKE) -s --no-print-directory mpi-ready $(call library_parts,$($(GRADE_VARIANT)_LIBRARY)) \
+	    $(if $(filter 0,$(GRADE_SANITIZERS)),,$(call library_parts,sanitize))
+	@$(if $(filter 0,$(GRADE_SANITIZERS)),true,! command -v $(CLANG) > /dev/null || \
+	    $(MAKE) -s --no-print-directory CC=$(CLANG) $(call library_parts,tsan) > /dev/null 2>&1 || true)
 	@scripts/grade-all.sh $(SUBMISSIONS) $(if $(GRADE_JOBS),--jobs $(GRADE_JOBS)) $(SANDBOX_OPTION) $(if $(L),--lesson $(LESSON_DIR)) $(if $(SLURM),--slurm)
 
 progress: ## one line per lesson and TODO, with its points, from your last make check and make grade

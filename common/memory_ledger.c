@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ZZ_ASAN 1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ZZ_SANITIZER_ALLOCATOR 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ZZ_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ZZ_SANITIZER_ALLOCATOR 1
 #endif
 #endif
 #if defined(__GLIBC__) && \
@@ -20,8 +20,9 @@
 #define ZZ_MALLINFO2 1
 #endif
 
-#if defined(ZZ_ASAN)
-/* AddressSanitizer's allocator replaces malloc; it counts for itself. */
+#if defined(ZZ_SANITIZER_ALLOCATOR)
+/* AddressSanitizer's or ThreadSanitizer's allocator replaces malloc; it
+ * counts for itself. */
 size_t __sanitizer_get_current_allocated_bytes(void);
 #elif defined(ZZ_MALLINFO2)
 #include <malloc.h>
@@ -310,7 +311,7 @@ void memory_ledger_write(FILE *out)
 
 size_t memory_ledger_heap_in_use(void)
 {
-#if defined(ZZ_ASAN)
+#if defined(ZZ_SANITIZER_ALLOCATOR)
     return __sanitizer_get_current_allocated_bytes();
 #elif defined(ZZ_MALLINFO2)
     /* Every arena's chunks in use, and the blocks mapped apart (large

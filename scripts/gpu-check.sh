@@ -181,7 +181,7 @@ if $have_check; then
             echo "== broken submission '$name', graded as make grade grades it"
             t0=$SECONDS
             # Lesson 04 alone; no address-space cap (see the step above).
-            if ZZ_LESSONS=$lesson ZZ_EDITED=$lesson/cuda_matvec.cu GRADE_MEMORY_KIB=unlimited \
+            if ZZ_LESSONS=$lesson ZZ_EDITED=$lesson/cuda_matvec.cu GRADE_MEMORY_KIB=unlimited GRADE_SANITIZERS=0 \
                     scripts/grade.sh --no-sandbox --lesson $lesson --overlay "$fixture" \
                     --out "$out/fixtures/$name" --expect "$expect"; then
                 step "fixture $name" pass "$((SECONDS - t0)) s"

@@ -21,6 +21,9 @@
 # and may say more about how to grade, in lines "graded: ...":
 #   graded: GRADE_SYMBOL_CHECK=0   without the checks on the files (to prove
 #                                  that another defence stops the attack)
+#   graded: GRADE_SANITIZERS=1     with the sanitized passes (AddressSanitizer
+#                                  and UBSan, ThreadSanitizer for threaded
+#                                  lessons), which are otherwise left out
 #   graded: lessons L1 L2          these lessons (else the folder's lesson)
 #   graded: bait in /tmp           the bait's folder in /tmp (or /dev/shm),
 #                                  not /var/tmp: for attacks on /tmp itself
@@ -102,7 +105,10 @@ for expect in "$folder/expected.txt" "$folder/expected-sandbox.txt" \
             command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
         expect=$folder/expected-gpu.txt
     fi
-    lessons=$lesson_of_folder options=(--no-sandbox) settings=() suffix="" mode=""
+    # The sanitized passes only where the expectations ask for them
+    # (graded: GRADE_SANITIZERS=1): the others were made for the plain
+    # tests, and make test's time is short.
+    lessons=$lesson_of_folder options=(--no-sandbox) settings=(GRADE_SANITIZERS=0) suffix="" mode=""
     bait_place=/var/tmp in_copy=false tmp_full=false
     if [[ $expect == *-sandbox.txt ]]; then
         options=(--sandbox) suffix=-sandbox mode=" (sandbox)"

@@ -130,6 +130,7 @@ tree_fingerprint() {
 build_fingerprint() {
     local parts=("$grade_tool" "build/$library/common" "build/$library/tests")
     [ -n "$sanitizers_off" ] || parts+=(build/sanitize/common build/sanitize/tests)
+    [ -n "$tsan_off" ] || parts+=(build/tsan/common build/tsan/tests)
     find "${parts[@]}" \( -type f -o -type l \) -printf '%y %m %p %l\n' 2>/dev/null | LC_ALL=C sort
     find "${parts[@]}" -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum 2>/dev/null
 }
@@ -167,19 +168,22 @@ check_room() {   # check_room WHEN
     done
 }
 
-# The sanitized pass. Each lesson is built a second time under
+# The sanitized passes. Each lesson is built a second time under
 # AddressSanitizer and UBSan (make GRADE_SANITIZE=1) and its tests run again
-# on that build; a test passes only when it passes in both. A sanitized
-# test fails a plain pass only with a sanitizer's report (the harness's
-# words "built with the sanitizers"): a test that runs slower under the
-# sanitizers, or that the sanitizers make meaningless (the kernel's count
-# of a rank's memory), never costs a correct program its points.
-# merge_sanitized PLAIN SANITIZED MANIFEST...: the verdicts, merged; the
-# manifests' TODO column names the TODO in the failure.
+# on that build; a lesson whose code runs threads (lesson.mk's TSAN), a
+# third time under ThreadSanitizer (GRADE_SANITIZE=thread). A test passes
+# only when it passes in each. A sanitized test fails a plain pass only
+# with a sanitizer's report (the harness's words "built with the
+# sanitizers"): a test that runs slower under the sanitizers, or that they
+# make meaningless (the kernel's count of a rank's memory), never costs a
+# correct program its points.
+# merge_sanitized UNDER PLAIN SANITIZED MANIFEST...: the verdicts, merged;
+# the manifests' TODO column names the TODO in the failure, after UNDER
+# ("under ThreadSanitizer").
 merge_sanitized() {
-    local plain=$1 sanitized=$2
-    shift 2
-    awk -F'\t' -v plain="$plain" -v sanitized="$sanitized" '
+    local under=$1 plain=$2 sanitized=$3
+    shift 3
+    awk -F'\t' -v under="$under" -v plain="$plain" -v sanitized="$sanitized" '
         /^[^#].*\|.*\|/ {
             split($0, field, "|"); name = field[3]; todo = field[2]
             gsub(/^ +| +$/, "", name); gsub(/^ +| +$/, "", todo)
@@ -198,12 +202,38 @@ merge_sanitized() {
                 split(lines[k], part, "\t")
                 if (part[1] == "pass" && (part[2] in found)) {
                     todo = todo_of[part[2]]
-                    printf "fail\t%s\tunder the sanitizers%s: %s\n", part[2],
+                    printf "fail\t%s\t%s%s: %s\n", part[2], under,
                         todo != "" ? " (TODO " todo ")" : "", found[part[2]]
                 } else
                     print lines[k]
             }
         }' "$@" /dev/null
+}
+
+# One run of a lesson's test program, under the grading's limits, its
+# verdicts (one line a test, as each ends) and then "ended STATUS" on
+# standard output. The runner sends its verdicts to descriptor 3: a pipe
+# into this script, which no program it runs holds. Its tests get a /tmp
+# of their own (--private-tmp), gone when it ends; where none can be had,
+# TMPDIR, this grading's build folder.
+# run_tests BUILD MEMORY_KIB TITLE LOG [SETTING...]   (MEMORY_KIB: the
+# address-space limit, or unlimited; the lesson is $lesson)
+run_tests() {
+    local build=$1 memory=$2 title=$3 log=$4
+    shift 4
+    {
+        (
+            ulimit -t "$cpu_seconds" -v "$memory" -f "$file_kib"
+            [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
+            exec timeout --kill-after=10 "$wall_seconds" \
+                env ZZ_BUILD_DIR="$root/$build" "${sandbox_env[@]}" "$@" \
+                ${sandbox_env:+"ZZ_SANDBOX_SHOW=$root/$build/$lesson"} "$build/tests/test_$lesson" \
+                --title "$title" --mode student --results-fd 3 \
+                --private-tmp "$tmp_mib" \
+                3>&1 > "$log" 2>&1 < /dev/null
+        )
+        echo "ended $?"
+    }
 }
 
 main() {
@@ -286,10 +316,11 @@ out_parent=$(dirname "$out")
 grade_id=$(printf '%s' "$out" | tr -c 'A-Za-z0-9_.-' '_')
 build_dir=build/graded/$grade_id
 sanitized_dir=build/graded/$grade_id-sanitize
+tsan_dir=build/graded/$grade_id-tsan
 src=$out/src
 work=$out/work
-refuse_links "$out" "$build_dir" "$sanitized_dir" "$src" "$work"
-rm -rf "$src" "$build_dir" "$sanitized_dir"
+refuse_links "$out" "$build_dir" "$sanitized_dir" "$tsan_dir" "$src" "$work"
+rm -rf "$src" "$build_dir" "$sanitized_dir" "$tsan_dir"
 mkdir -p "$src" "$work" "$build_dir/tmp" || exit 2
 # Only the graded lessons' logs go: make grade L=06 leaves lesson 07's last
 # grading in place, which make progress reads.
@@ -376,31 +407,48 @@ if unshare --pid --fork true 2>/dev/null || unshare --user --pid --fork true 2>/
     namespaces=true
 fi
 
-# The sanitized pass (merge_sanitized), asked for with GRADE_SANITIZERS=1
-# (not yet the default: being built, issue 21's section 3), where the
-# compiler can build and run a program under AddressSanitizer and UBSan.
-# Why not, in a few words, for the log.
-sanitizers_off=""
-if [ "${GRADE_SANITIZERS:-0}" != 1 ]; then
-    sanitizers_off="not asked for (GRADE_SANITIZERS=1 asks)"
+# The sanitized passes (merge_sanitized), unless GRADE_SANITIZERS=0, where
+# the compiler can build and run a program under AddressSanitizer and
+# UBSan, and clang one under ThreadSanitizer with LLVM's OpenMP runtime and
+# its Archer tool (without which OpenMP's own barriers would look like
+# races: scripts/tsan.sh). Why not, in a few words, for the log.
+sanitizers_off="" tsan_off=""
+if [ "${GRADE_SANITIZERS:-1}" = 0 ]; then
+    sanitizers_off="not asked for (GRADE_SANITIZERS=0)"
 elif ! printf 'int main(void) { return 0; }\n' |
         "${CC:-cc}" -fsanitize=address,undefined -x c - -o "$build_dir/tmp/sanitizers-probe" > /dev/null 2>&1 ||
      ! ASAN_OPTIONS=detect_leaks=0 "$build_dir/tmp/sanitizers-probe" > /dev/null 2>&1; then
     sanitizers_off="${CC:-cc} cannot build and run a program with -fsanitize=address,undefined here"
 fi
 rm -f "$build_dir/tmp/sanitizers-probe"
+clang=${CLANG:-clang}
+if [ "${GRADE_SANITIZERS:-1}" = 0 ]; then
+    tsan_off="not asked for (GRADE_SANITIZERS=0)"
+elif [ -z "${ZZ_TSAN_LESSONS:-}" ]; then
+    tsan_off="no lesson graded here runs threads"
+elif ! command -v "$clang" > /dev/null 2>&1; then
+    tsan_off="$clang (LLVM's C compiler) is not installed; on Debian or Ubuntu: apt-get install clang libomp-dev"
+elif ! printf '#include <omp.h>\nint main(void) { int n = 0;\n#pragma omp parallel\n#pragma omp atomic\nn++;\nreturn n < 1; }\n' |
+        "$clang" -fsanitize=thread -fopenmp -x c - -o "$build_dir/tmp/tsan-probe" > /dev/null 2>&1 ||
+     ! OMP_NUM_THREADS=2 ARCHER_OPTIONS=verbose=1 TSAN_OPTIONS=ignore_noninstrumented_modules=1 \
+        "$build_dir/tmp/tsan-probe" 2>/dev/null | grep -q "Archer detected OpenMP application"; then
+    tsan_off="$clang cannot build and run an OpenMP program under ThreadSanitizer with LLVM's OpenMP runtime and Archer here (on Debian or Ubuntu: apt-get install libomp-dev)"
+fi
+rm -f "$build_dir/tmp/tsan-probe"
 # llvm-symbolizer turns the reports' addresses into file:line (Debian keeps
 # it in LLVM's own folder); without it, the reports name the binary.
 symbolizer=$(command -v llvm-symbolizer 2>/dev/null || ls /usr/lib/llvm-*/bin/llvm-symbolizer 2>/dev/null | tail -1)
-[ -z "$sanitizers_off" ] || [ "${GRADE_SANITIZERS:-0}" != 1 ] ||
-    echo "grade: the tests run once, not again under AddressSanitizer and UBSan: $sanitizers_off"
+[ -z "$sanitizers_off" ] || [ "${GRADE_SANITIZERS:-1}" = 0 ] ||
+    echo "grade: skipped: the tests run again under AddressSanitizer and UBSan: $sanitizers_off"
+[ -z "$tsan_off" ] || [ "${GRADE_SANITIZERS:-1}" = 0 ] || [ -z "${ZZ_TSAN_LESSONS:-}" ] ||
+    echo "grade: skipped: the tests of threaded code run again under ThreadSanitizer: $tsan_off"
 
 # What each lesson's tests judged, kept here until every lesson is done: no
 # program of a later lesson can reach it. Every lesson is built before any
 # test runs, so no lesson's code can change another's sources before they
 # are compiled; each lesson's programs are fingerprinted once built, and a
 # lesson whose programs changed before its tests ran is not run.
-declare -A verdicts=() endings=() build_logs=() built=() built_sanitized=()
+declare -A verdicts=() endings=() build_logs=() built=() built_sanitized=() built_tsan=()
 for lesson in "${lessons[@]}"; do
     # A lesson that cannot be built here (CUDA without nvcc): every test is
     # skipped, with the reason, and scored as its manifest says.
@@ -424,16 +472,26 @@ for lesson in "${lessons[@]}"; do
         continue
     fi
     built[$lesson]=$(find "$build_dir/tests/test_$lesson" "$build_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
-    [ -z "$sanitizers_off" ] || continue
     # The same files again, under the sanitizers: where that build fails
     # (a toolchain's limit, since the plain build of the same files
     # passed), the lesson is graded on its plain tests, and the log says so.
-    if make -s --no-print-directory GRADE_SRC="$src" GRADE_ID="$grade_id-sanitize" GRADE_SANITIZE=1 \
-            "$sanitized_dir/tests/test_$lesson" > "$work/$lesson.sanitized-build.log" 2>&1; then
-        built_sanitized[$lesson]=$(find "$sanitized_dir/tests/test_$lesson" "$sanitized_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
-        rm -f "$work/$lesson.sanitized-build.log"
-    else
-        echo "grade: lesson $lesson: not run under the sanitizers, whose build failed (see $work/$lesson.sanitized-build.log)"
+    if [ -z "$sanitizers_off" ]; then
+        if make -s --no-print-directory GRADE_SRC="$src" GRADE_ID="$grade_id-sanitize" GRADE_SANITIZE=1 \
+                "$sanitized_dir/tests/test_$lesson" > "$work/$lesson.sanitized-build.log" 2>&1; then
+            built_sanitized[$lesson]=$(find "$sanitized_dir/tests/test_$lesson" "$sanitized_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
+            rm -f "$work/$lesson.sanitized-build.log"
+        else
+            echo "grade: lesson $lesson: not run under AddressSanitizer and UBSan, whose build failed (see $work/$lesson.sanitized-build.log)"
+        fi
+    fi
+    if [ -z "$tsan_off" ] && [[ " $ZZ_TSAN_LESSONS " == *" $lesson "* ]]; then
+        if make -s --no-print-directory CC="$clang" GRADE_SRC="$src" GRADE_ID="$grade_id-tsan" GRADE_SANITIZE=thread \
+                "$tsan_dir/tests/test_$lesson" > "$work/$lesson.tsan-build.log" 2>&1; then
+            built_tsan[$lesson]=$(find "$tsan_dir/tests/test_$lesson" "$tsan_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)
+            rm -f "$work/$lesson.tsan-build.log"
+        else
+            echo "grade: lesson $lesson: not run under ThreadSanitizer, whose build failed (see $work/$lesson.tsan-build.log)"
+        fi
     fi
 done
 check_room "after the builds"
@@ -441,7 +499,6 @@ build_before=$(build_fingerprint)
 
 for lesson in "${lessons[@]}"; do
     [ -n "${built[$lesson]:-}" ] || continue
-    binary=$build_dir/tests/test_$lesson
     if ! sha256sum --quiet --check <(printf '%s\n' "${built[$lesson]}") > /dev/null 2>&1; then
         endings[$lesson]="the lesson's test programs were changed after they were built (by code of a lesson graded before it?), so they were not run"
         echo "grade: lesson $lesson: ${endings[$lesson]}"
@@ -457,19 +514,7 @@ for lesson in "${lessons[@]}"; do
     # descriptor 3: a pipe into this script, which no program it runs holds.
     # Its tests get a /tmp of their own (--private-tmp), gone when it ends;
     # where none can be had, TMPDIR, this grading's build folder.
-    output=$( {
-        (
-            ulimit -t "$cpu_seconds" -v "$lesson_memory" -f "$file_kib"
-            [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
-            exec timeout --kill-after=10 "$wall_seconds" \
-                env ZZ_BUILD_DIR="$root/$build_dir" "${sandbox_env[@]}" \
-                ${sandbox_env:+"ZZ_SANDBOX_SHOW=$root/$build_dir/$lesson"} "$binary" \
-                --title "lesson $lesson" --mode student --results-fd 3 \
-                --private-tmp "$tmp_mib" \
-                3>&1 > "$work/$lesson.log" 2>&1 < /dev/null
-        )
-        echo "ended $?"
-    } )
+    output=$(run_tests "$build_dir" "$lesson_memory" "lesson $lesson" "$work/$lesson.log")
     status=${output##*ended }
     verdicts[$lesson]=${output%ended*}
     seconds=$((SECONDS - lesson_start))
@@ -488,6 +533,8 @@ for lesson in "${lessons[@]}"; do
         endings[$lesson]+="; its log ends: $(tail -n 3 "$work/$lesson.log" | tr '\n\t' '  ' | cut -c1-300)"
         echo "grade: lesson $lesson: ${endings[$lesson]}"
     fi
+    manifests=("tests/manifest/$lesson.txt")
+    [ -e "tests/hidden/manifest/$lesson.txt" ] && manifests+=("tests/hidden/manifest/$lesson.txt")
     if [ -n "${built_sanitized[$lesson]:-}" ] && [ -z "${endings[$lesson]:-}" ] &&
        sha256sum --quiet --check <(printf '%s\n' "${built_sanitized[$lesson]}") > /dev/null 2>&1; then
         # No address-space limit: the sanitizers reserve terabytes of it for
@@ -496,26 +543,26 @@ for lesson in "${lessons[@]}"; do
         options=detect_leaks=0:allocator_may_return_null=1
         [ -z "$symbolizer" ] || options+=":external_symbolizer_path=$symbolizer"
         [ "$lesson_memory" = unlimited ] && options="protect_shadow_gap=0:$options"
-        sanitizer_env=(ASAN_OPTIONS="$options" UBSAN_OPTIONS="print_stacktrace=1${symbolizer:+:external_symbolizer_path=$symbolizer}")
-        sanitized=$( {
-            (
-                ulimit -t "$cpu_seconds" -f "$file_kib"
-                [ "$(id -u)" -eq 0 ] || ulimit -u "$processes"
-                exec timeout --kill-after=10 "$wall_seconds" \
-                    env ZZ_BUILD_DIR="$root/$sanitized_dir" "${sandbox_env[@]}" \
-                    "${sanitizer_env[@]}" \
-                    ${sandbox_env:+"ZZ_SANDBOX_SHOW=$root/$sanitized_dir/$lesson"} "$sanitized_dir/tests/test_$lesson" \
-                    --title "lesson $lesson, under AddressSanitizer and UBSan" --mode student --results-fd 3 \
-                    --private-tmp "$tmp_mib" \
-                    3>&1 > "$work/$lesson.sanitized.log" 2>&1 < /dev/null
-            )
-        } )
-        manifests=("tests/manifest/$lesson.txt")
-        [ -e "tests/hidden/manifest/$lesson.txt" ] && manifests+=("tests/hidden/manifest/$lesson.txt")
-        verdicts[$lesson]=$(merge_sanitized "${verdicts[$lesson]}" "$sanitized" "${manifests[@]}")$'\n'
+        sanitized=$(run_tests "$sanitized_dir" unlimited "lesson $lesson, under AddressSanitizer and UBSan" \
+            "$work/$lesson.sanitized.log" ASAN_OPTIONS="$options" \
+            UBSAN_OPTIONS="print_stacktrace=1${symbolizer:+:external_symbolizer_path=$symbolizer}")
+        verdicts[$lesson]=$(merge_sanitized "under AddressSanitizer and UBSan" "${verdicts[$lesson]}" \
+            "${sanitized%ended*}" "${manifests[@]}")$'\n'
+    fi
+    if [ -n "${built_tsan[$lesson]:-}" ] && [ -z "${endings[$lesson]:-}" ] &&
+       sha256sum --quiet --check <(printf '%s\n' "${built_tsan[$lesson]}") > /dev/null 2>&1; then
+        # The first race stops the program (halt_on_error), as the first
+        # memory error does under AddressSanitizer; races inside libraries
+        # built without ThreadSanitizer (MPI's) are not the student's.
+        sanitized=$(run_tests "$tsan_dir" unlimited "lesson $lesson, under ThreadSanitizer" \
+            "$work/$lesson.tsan.log" \
+            TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}")
+        verdicts[$lesson]=$(merge_sanitized "under ThreadSanitizer" "${verdicts[$lesson]}" \
+            "${sanitized%ended*}" "${manifests[@]}")$'\n'
     fi
     $namespaces || "$grade_tool" --sweep "$root/$build_dir"
     $namespaces || "$grade_tool" --sweep "$root/$sanitized_dir"
+    $namespaces || "$grade_tool" --sweep "$root/$tsan_dir"
     # What the tests left in the build folder's temporary folder (where
     # they had no /tmp of their own) goes before the next lesson's.
     refuse_links "$build_dir/tmp"

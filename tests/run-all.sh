@@ -216,6 +216,27 @@ done
 fi
 
 if $full; then
+echo "== the solutions graded with the sanitized passes: full marks"
+# make grade's passes under AddressSanitizer and UBSan (every lesson) and
+# under ThreadSanitizer (the lessons whose code runs threads) refuse no
+# correct program: the solutions keep every point.
+log=build/test/solutions-sanitized.log
+GRADE_SANITIZERS=1 scripts/grade.sh --solutions --no-sandbox --lesson "$*" \
+    --out build/test/solutions-sanitized > "$log" 2>&1
+score=$(grep -m1 '^Score:' "$log")
+if grep -q '^grade: skipped:' "$log"; then
+    grep '^grade: skipped:' "$log" | sed 's/^grade: /  [skip] /'
+fi
+if [ -n "$score" ] && awk '{ split($2, s, "/"); exit !(s[1] == s[2]) }' <<< "$score"; then
+    echo "  [pass] $score"
+    tally_line yes "solutions graded with the sanitized passes"
+else
+    echo "  [FAIL] the solutions lose points under the sanitized passes:"
+    grep -E '^Score:|^ *fail|under (AddressSanitizer|ThreadSanitizer)' "$log" | head -20 | sed 's/^/    /'
+    tally_line no "solutions graded with the sanitized passes"
+fi
+echo
+
 echo "== ThreadSanitizer on the OpenMP lessons (scripts/tsan.sh)"
 for lesson in "$@"; do
     [ "$lesson" = 03-openmp ] || continue
@@ -336,11 +357,11 @@ cp -rp build/solution build/grade-tool "$other/build/"
 # output folder the gradings use; only this grading's own processes may go.
 (cd "$other" && exec bash -c 'sleep 600' "build/graded/build_test_concurrent_a/tests/test_03-openmp") &
 bystander=$!
-scripts/grade.sh --solutions --no-sandbox --lesson "$concurrent_lessons" --out build/test/concurrent/a > build/test/concurrent-a.log 2>&1 &
+GRADE_SANITIZERS=0 scripts/grade.sh --solutions --no-sandbox --lesson "$concurrent_lessons" --out build/test/concurrent/a > build/test/concurrent-a.log 2>&1 &
 first=$!
-scripts/grade.sh --solutions --no-sandbox --lesson "$concurrent_lessons" --out build/test/concurrent/b > build/test/concurrent-b.log 2>&1 &
+GRADE_SANITIZERS=0 scripts/grade.sh --solutions --no-sandbox --lesson "$concurrent_lessons" --out build/test/concurrent/b > build/test/concurrent-b.log 2>&1 &
 second=$!
-(cd "$other" && scripts/grade.sh --solutions --no-sandbox --lesson "$concurrent_lessons" --out build/test/concurrent/a) > build/test/concurrent-c.log 2>&1 &
+(cd "$other" && GRADE_SANITIZERS=0 scripts/grade.sh --solutions --no-sandbox --lesson "$concurrent_lessons" --out build/test/concurrent/a) > build/test/concurrent-c.log 2>&1 &
 third=$!
 wait "$first" "$second" "$third"
 mkdir -p build/test/concurrent/alone
@@ -390,11 +411,11 @@ in_use() {   # in_use NAME
 }
 new_shm=""
 for name in $(comm -13 <(echo "$shm_before") <(ls -A /dev/shm 2>/dev/null | sort) |
-              grep -E '^(zz|vader|sm_segment|ompi|psm|open_mpi)'); do
+              grep -E '^(zz|vader|sm_segment|ompi|psm|open_mpi|__KMP_REGISTERED_LIB_|ucx|mpich)'); do
     [ -e "/dev/shm/$name" ] && ! in_use "$name" && new_shm="$new_shm $name"
 done
 if [ -z "$new_shm" ]; then
-    echo "  [pass] nothing of the toolkit's or Open MPI's is new in /dev/shm"
+    echo "  [pass] nothing of the toolkit's, an MPI's or an OpenMP runtime's is new in /dev/shm"
     tally_line yes "shm"
 else
     echo "  [FAIL] new in /dev/shm, and no process uses it:$new_shm"

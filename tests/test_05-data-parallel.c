@@ -227,7 +227,7 @@ static void expect_outside(const run_result *r, const check_run *run,
             harness_expect_sent(&w, rank, &counted, what, hint);
             harness_expect_received(&w, rank, &counted, what, hint);
         }
-#ifndef __SANITIZE_ADDRESS__
+#ifndef HARNESS_SHADOW_MEMORY
         /* Held at once: the longest length's data and its copy for the
          * report (ring_check.c), and the ring's own buffers, a chunk each
          * way; a buffer leaked at every call piles up past that. */

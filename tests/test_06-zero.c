@@ -472,7 +472,7 @@ static void expect_outside(const run_result *r, const char *report,
     harness_expect_sent(&w, rank, &counted, what, stage_hint(stage, prefetch));
     harness_expect_received(&w, rank, &counted, what,
                             stage_hint(stage, prefetch));
-#ifndef __SANITIZE_ADDRESS__
+#ifndef HARNESS_SHADOW_MEMORY
     harness_expect_memory(&w, rank, allowed_after_boundary(shape, stage,
                                                            prefetch, ranks,
                                                            rank),
@@ -799,9 +799,9 @@ START_TEST(stage_memory_measured)
         HARNESS_SKIP("memory is measured outside the process only on Linux "
                      "(the watch reads /proc); the other tests check the "
                      "ledger's count");
-#ifdef __SANITIZE_ADDRESS__
-    HARNESS_SKIP("under AddressSanitizer the kernel counts its shadow "
-                 "memory and quarantine too");
+#ifdef HARNESS_SHADOW_MEMORY
+    HARNESS_SKIP("under the sanitizers the kernel counts their shadow "
+                 "memory too");
 #endif
     char what[96];
     snprintf(what, sizeof what, "stage %d on %d ranks, Ψ = 4,122,010",

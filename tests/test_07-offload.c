@@ -1151,7 +1151,7 @@ static void expect_outside(const run_result *r, const char *report,
     ledger_traffic counted = harness_ledger_traffic(report, ranks);
     harness_expect_sent(&w, rank, &counted, what, todo_hint_of_traffic);
     harness_expect_received(&w, rank, &counted, what, todo_hint_of_traffic);
-#ifndef __SANITIZE_ADDRESS__
+#ifndef HARNESS_SHADOW_MEMORY
     unsigned long long allowed = offload_allowed(ref, ranks, rank, delayed,
                                                  shape);
     harness_expect_memory(&w, rank, allowed, what,
@@ -1336,9 +1336,9 @@ START_TEST(offload_memory_measured)
         HARNESS_SKIP("memory is measured outside the process only on Linux "
                      "(the watch reads /proc); the other tests check the "
                      "ledgers' count");
-#ifdef __SANITIZE_ADDRESS__
-    HARNESS_SKIP("under AddressSanitizer the kernel counts its shadow "
-                 "memory and quarantine too");
+#ifdef HARNESS_SHADOW_MEMORY
+    HARNESS_SKIP("under the sanitizers the kernel counts their shadow "
+                 "memory too");
 #endif
     const char *what = "offload on 2 ranks, Ψ = 4,122,010";
     run_result r = run_offload(ranks, &measured_run, NULL, NULL, 23);

@@ -7,6 +7,9 @@
 #   PRODUCER_OBJS: the lesson objects linked into the tests' producer (the
 #              student's code the tests run; the tests themselves link none)
 #   MPI/OPENMP: sources that need mpicc / OpenMP flags
+#   TSAN:      yes where the student's code runs threads: make grade runs
+#              the lesson's tests once more, built with clang under
+#              ThreadSanitizer (scripts/grade.sh)
 #   BENCH_OBJS: solution objects bench/bench_NN.c links; BENCH_MPI: set if it
 #              is an MPI program
 #   DEVICE_CUDA: yes to link the device layer's cuda backend (common/device.h)

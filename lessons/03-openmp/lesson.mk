@@ -11,5 +11,8 @@ $(LESSON)_hybrid_OBJS := hybrid_main.o hybrid.o omp_matvec.o compute_rows.o
 $(LESSON)_PRODUCER_OBJS := omp_matvec.o compute_rows.o counters.o false_sharing.o
 $(LESSON)_MPI       := hybrid.c hybrid_main.c
 $(LESSON)_OPENMP    := main.c omp_matvec.c compute_rows.c counters.c false_sharing.c hybrid.c hybrid_main.c
+# Its code runs threads (its OpenMP loops): make grade runs its tests
+# once more under ThreadSanitizer.
+$(LESSON)_TSAN      := yes
 $(LESSON)_BENCH_OBJS := omp_matvec.o compute_rows.o counters.o false_sharing.o
 $(LESSON)_BENCH_MPI :=

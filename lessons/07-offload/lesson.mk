@@ -12,6 +12,9 @@ $(LESSON)_train_offload_EARLIER := 06-zero/zero.o 06-zero/zero_stages.o 06-zero/
 $(LESSON)_PRODUCER_OBJS := cpu_adam.o
 $(LESSON)_MPI       := main.c offload_state.c offload.c
 $(LESSON)_OPENMP    := cpu_adam.c
+# Its code runs threads (the CPU Adam on OpenMP threads, the delayed update on a host task): make grade runs its tests
+# once more under ThreadSanitizer.
+$(LESSON)_TSAN      := yes
 $(LESSON)_CFLAGS    := -fno-math-errno
 $(LESSON)_DEVICE_CUDA := yes
 $(LESSON)_BENCH_OBJS := cpu_adam.o

@@ -428,19 +428,37 @@ static bool enter_pid_namespace(void)
 #endif
 }
 
-bool harness_private_tmp(unsigned long mib)
+/* A tmpfs of `mib` MiB named `name` over `folder`, in the calling
+ * process's own mount namespace (made at the first call). */
+static bool private_folder(const char *name, const char *folder,
+                           unsigned long mib)
 {
 #ifdef __linux__
+    static int own_namespace; /* 0: not tried yet, 1: made, -1: refused */
+    if (own_namespace == 0)
+        own_namespace = unshare_as_ourselves(CLONE_NEWNS) &&
+                        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE,
+                              NULL) == 0 ? 1 : -1;
     char options[64];
     snprintf(options, sizeof options, "mode=1777,size=%lum", mib);
-    return unshare_as_ourselves(CLONE_NEWNS) &&
-           mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
-           mount("zz-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-                 options) == 0;
+    struct stat st;
+    return own_namespace == 1 && stat(folder, &st) == 0 &&
+           S_ISDIR(st.st_mode) &&
+           mount(name, folder, "tmpfs", MS_NOSUID | MS_NODEV, options) == 0;
 #else
-    (void)mib;
+    (void)name, (void)folder, (void)mib;
     return false;
 #endif
+}
+
+bool harness_private_tmp(unsigned long mib)
+{
+    return private_folder("zz-tmp", "/tmp", mib);
+}
+
+bool harness_private_shm(unsigned long mib)
+{
+    return private_folder("zz-shm", "/dev/shm", mib);
 }
 
 /* Closes every descriptor above standard error: the program must hold

@@ -57,6 +57,17 @@ void harness_add_exit(Suite *suite, const char *name, const TTest *test,
         }                                                                     \
     } while (0)
 
+/* Set in a build under AddressSanitizer or ThreadSanitizer: the kernel's
+ * count of a process's memory then holds their shadow memory too, so the
+ * tests measure no memory there (the other builds do). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HARNESS_SHADOW_MEMORY 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HARNESS_SHADOW_MEMORY 1 /* clang's way of saying so */
+#endif
+#endif
+
 /* Ends the test as skipped, with the reason (printf-style): for a test that
  * cannot run on this machine, such as a CUDA test without a GPU. The runner
  * and the grader report it as skipped, never as passed or failed. */
@@ -280,6 +291,13 @@ void harness_use_scratch(const char *path, int fd);
  * root or where user namespaces are allowed), gone when they have all
  * ended. False where it cannot be had. */
 bool harness_private_tmp(unsigned long mib);
+
+/* For the runner: a /dev/shm of its own, the same way. Whatever a run's
+ * runtimes put there (LLVM's OpenMP registers each process in a file
+ * there, which a process that does not exit cleanly leaves behind; an
+ * MPI's shared memory) is the runner's to clear, and gone when it ends.
+ * False where it cannot be had. */
+bool harness_private_shm(unsigned long mib);
 
 /* A fresh folder of the scratch folder for a program's --out
  * (SCRATCH/zz-out-XXXXXX), and its removal with everything in it; neither

@@ -20,6 +20,9 @@
  *                    (no mount namespaces, or the checkout or build folder
  *                    lies in /tmp, which it would hide), TMPDIR as without
  *                    it, and one line on standard error says so
+ * Where the system allows (Linux, with mount namespaces), the tests also
+ * get a /dev/shm of their own, emptied after each test and gone at the end
+ * (of MIB MiB, 1024 without --private-tmp).
  *
  * Every test runs in its own forked process with a time limit (Check's fork
  * mode), so a crash or an endless loop fails that test and the rest go on.
@@ -220,12 +223,17 @@ static void make_scratch(void)
     harness_use_scratch(scratch, scratch_fd);
 }
 
-/* Everything in the scratch folder, and, with a /tmp of the runner's own,
- * everything a program left in that /tmp: one test's files never fill the
- * room of the next. */
+/* The runner's own /dev/shm (harness_private_shm), where it has one. */
+static int shm_fd = -1;
+
+/* Everything in the scratch folder, in the runner's own /dev/shm, and, with
+ * a /tmp of the runner's own, everything a program left in that /tmp: one
+ * test's files never fill the room of the next, and none outlives it. */
 static void clear_scratch(bool private_tmp)
 {
     empty_folder(scratch_fd);
+    if (shm_fd >= 0)
+        empty_folder(shm_fd);
     if (!private_tmp)
         return;
     DIR *listing = fdopendir(dup(scratch_parent));
@@ -372,6 +380,14 @@ int main(int argc, char **argv)
                     getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     }
 #ifdef __linux__
+    /* A /dev/shm of the tests' own, whatever else they share: what a run's
+     * runtimes put there goes after each test (clear_scratch), even where
+     * a program did not exit cleanly to remove it, and the room is only
+     * theirs. The harness gives MPI's shared memory a folder of each run's
+     * own, so this holds only what no setting moves. Where it cannot be
+     * had, the system's, as without it (make test checks it after). */
+    if (harness_private_shm(private_tmp_mib > 0 ? private_tmp_mib : 1024))
+        shm_fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     /* Processes of the same user cannot read this one's memory or open
      * its descriptors through /proc. */
     prctl(PR_SET_DUMPABLE, 0);

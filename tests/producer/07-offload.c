@@ -201,6 +201,26 @@ typedef struct {
     atomic_ulong begun;
 } watch;
 
+/* How many of the sampled parameters hold a value by now. Other threads
+ * write parameters while this reads them, on purpose (it watches them):
+ * volatile, so that every sample is read now, from memory, and left out
+ * of ThreadSanitizer's view (make grade's race pass runs this producer),
+ * which would take the watch for a race of the student's code. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+__attribute__((no_sanitize("thread")))
+#endif
+#endif
+__attribute__((noinline))
+static uint64_t written_samples(const buffers *b)
+{
+    const volatile bf16 *params = b->params;
+    uint64_t written = 0;
+    for (size_t i = 0; i < b->room; i += SAMPLE_STRIDE)
+        written += params[i] != PARAM_UNWRITTEN;
+    return written;
+}
+
 /* Notes a tile (tile_note) and copies its outputs, in the order callbacks
  * begin. Its own work, the copy and the scan, is timed apart, so that the
  * tests can leave it out of the thread's CPU time. */
@@ -215,12 +235,7 @@ static void watch_tile(void *context, size_t begin, size_t end)
     memcpy(w->seen_m + begin, b->m + begin, n * sizeof(float));
     memcpy(w->seen_v + begin, b->v + begin, n * sizeof(float));
     memcpy(w->seen_params + begin, b->params + begin, n * sizeof(bf16));
-    /* Other threads write parameters while this reads them: volatile, so
-     * that every sample is read now, from memory. */
-    const volatile bf16 *params = b->params;
-    uint64_t written = 0;
-    for (size_t i = 0; i < b->room; i += SAMPLE_STRIDE)
-        written += params[i] != PARAM_UNWRITTEN;
+    uint64_t written = written_samples(b);
     unsigned long begun_after = atomic_load(&w->begun);
     if (order < TILE_LOG_CAPACITY) {
         tile_note note = { order, begin, end, omp_get_thread_num(),
