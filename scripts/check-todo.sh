@@ -6,7 +6,9 @@
 #
 # Which tests are TODO N's, the lesson's manifest says (tests/manifest/,
 # its TODO column: a number, a range "3-5" or a list "1,3"): every test
-# whose TODO column holds N. Each runs alone in the lesson's test program
+# whose last TODO is N, so that TODO N's tests can pass once TODOs 1 to N
+# are done (a test of TODOs 1-2 is TODO 2's, not TODO 1's); where no test
+# ends at N, every test whose column holds N. Each runs alone in the lesson's test program
 # (CK_RUN_CASE, one run each), with the same verdicts and messages as make
 # check. The lesson's record for make progress (build/check/LESSON.results)
 # gets these tests' new results; its other tests keep their last ones, or
@@ -49,11 +51,17 @@ todos_of=$(awk -F'|' '
         print substr(numbers, 2) "\t" name
     }' "${manifests[@]}")
 names=$(ZZ_BUILD_DIR=build/student "$judge" --list) || exit 2
-selected=()
+selected=() holding=()
 while IFS= read -r name; do
     todos=$(printf '%s\n' "$todos_of" | awk -F'\t' -v name="$name" '$2 == name { print $1; exit }')
-    [[ ",$todos," == *",$todo,"* ]] && selected+=("$name")
+    [[ ",$todos," == *",$todo,"* ]] || continue
+    holding+=("$name")
+    last=$(printf '%s\n' "$todos" | tr ',' '\n' | sort -n | tail -n 1)
+    [ "$last" = "$todo" ] && selected+=("$name")
 done <<< "$names"
+if [ ${#selected[@]} -eq 0 ] && [ ${#holding[@]} -gt 0 ]; then
+    selected=("${holding[@]}")
+fi
 if [ ${#selected[@]} -eq 0 ]; then
     all=$(printf '%s\n' "$todos_of" | cut -f1 | tr ',' '\n' | sort -nu | tr '\n' ' ')
     echo "make check: lesson $lesson has no tests of TODO $todo (its TODOs: ${all% })" >&2
