@@ -148,25 +148,64 @@ static uint64_t others(const int counts[], int size, int except,
  * when its function returns (on its stack) works with one MPI and breaks
  * with another. The ledger copies each at the start and compares at the
  * completion: changed, the program stops, saying which call's array. */
-enum { KEPT_MAX = 4 };
+/* Its send buffer too: MPI may read it until the request completes, so
+ * it must neither change nor die before then (a local array of a function
+ * that returned is overwritten by the next calls). The ledger samples it
+ * at the start and again at the completion (sampled_bytes: a fixed number
+ * of words spread over it, so that a large buffer costs no more than a
+ * small one); changed, the program stops, naming the call. */
+enum { KEPT_MAX = 4, SAMPLED_WORDS = 4096 };
 typedef struct {
     int arrays;                  /* how many of the call's arrays */
     int length;                  /* ints each: the communicator's size */
     const int *where[KEPT_MAX];
     const char *name[KEPT_MAX];  /* the argument's name, for the message */
     int *copy;                   /* arrays * length ints, malloc'd */
+    const unsigned char *sent;   /* the send buffer, NULL where none */
+    uint64_t sent_bytes, sent_sample;
 } kept_arguments;
 
 /* The arrays of the call being started, filed by opened() with its
  * request. */
 static kept_arguments entered_kept;
 
+/* A sample of `bytes` bytes at `start`: every byte of the first and last
+ * 64 and SAMPLED_WORDS words between, mixed into one number. */
+static uint64_t sampled_bytes(const unsigned char *start, uint64_t bytes)
+{
+    uint64_t mixed = 0x9e3779b97f4a7c15u ^ bytes;
+    uint64_t stride = bytes / SAMPLED_WORDS > 8 ? bytes / SAMPLED_WORDS : 1;
+    for (uint64_t at = 0; at < bytes; at += at < 64 || at + 64 >= bytes ? 1 : stride) {
+        mixed ^= start[at];
+        mixed *= 0x100000001b3u;
+    }
+    return mixed;
+}
+
+/* Before a non-blocking call that sends `count` elements of `type` from
+ * `buffer` (not MPI_IN_PLACE, whose buffer MPI writes): kept with its
+ * request. A type with holes between its elements is left unsampled. */
+static void keep_send_buffer(const void *buffer, int count, MPI_Datatype type)
+{
+    MPI_Aint lower = 0, extent = 0;
+    int size = 0;
+    if (buffer == NULL || buffer == MPI_IN_PLACE || count <= 0 ||
+        PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &lower, &extent) != MPI_SUCCESS ||
+        lower != 0 || extent != (MPI_Aint)size)
+        return;
+    entered_kept.sent = buffer;
+    entered_kept.sent_bytes = (uint64_t)size * (uint64_t)count;
+}
+
 /* Before a non-blocking call with arrays of counts or displacements:
  * NAME, ARRAY pairs, `arrays` of them, each of `length` ints (a NULL
  * array, one the call does not read on this rank, is skipped). */
 static void keep_arguments(int length, int arrays, ...)
 {
-    kept_arguments kept = { 0, length, { NULL }, { NULL }, NULL };
+    kept_arguments kept = entered_kept;
+    kept.arrays = 0;
+    kept.length = length;
     va_list list;
     va_start(list, arrays);
     for (int k = 0; k < arrays && k < KEPT_MAX; k++) {
@@ -225,7 +264,7 @@ static void abort_out_of_memory(const char *what)
 static int opened(call_kind kind, int result, const MPI_Request *request)
 {
     kept_arguments kept = entered_kept;
-    entered_kept = (kept_arguments){ 0, 0, { NULL }, { NULL }, NULL };
+    entered_kept = (kept_arguments){ 0 };
     if (result != MPI_SUCCESS || request == NULL ||
         *request == MPI_REQUEST_NULL)
         return leave(result);
@@ -250,9 +289,12 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
     open_requests[open_count].handle = *request;
     open_requests[open_count].kind = kind;
     open_requests[open_count].received = entered_received;
-    open_requests[open_count].kept = kept;
     if (open_count++ == 0)
         requests_hold_device = device_access_begin();
+    /* Once the device's memory is open: a send buffer may lie there. */
+    if (kept.sent != NULL)
+        kept.sent_sample = sampled_bytes(kept.sent, kept.sent_bytes);
+    open_requests[open_count - 1].kept = kept;
     return leave(result);
 }
 
@@ -278,6 +320,21 @@ static void check_kept(call_kind kind, kept_arguments *kept)
                     steps_current(), steps_current()[0] ? ")" : "");
             abort_after_message();
         }
+    if (kept->sent != NULL &&
+        sampled_bytes(kept->sent, kept->sent_bytes) != kept->sent_sample) {
+        fprintf(stderr, "comm ledger: rank %d: the send buffer given to %s "
+                "(%llu bytes) changed before its request completed: MPI may "
+                "read it until the request completes, so it must stay as it "
+                "was until then. Write it only after the wait, and keep it "
+                "in memory that lives as long as the request (the state "
+                "your code keeps, or the heap), not in a local array of a "
+                "function that returns before the wait%s%s%s\n",
+                world_rank(), ledger[kind].name,
+                (unsigned long long)kept->sent_bytes,
+                steps_current()[0] ? " (the rank was in " : "",
+                steps_current(), steps_current()[0] ? ")" : "");
+        abort_after_message();
+    }
     free(kept->copy);
     kept->copy = NULL;
 }
@@ -665,6 +722,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
     count_send(CALL_Isend, type, count, dest, comm);
+    keep_send_buffer(buf, count, type);
     return opened(CALL_Isend,
                   PMPI_Isend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -674,6 +732,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
     count_send(CALL_Issend, type, count, dest, comm);
+    keep_send_buffer(buf, count, type);
     return opened(CALL_Issend,
                   PMPI_Issend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -683,6 +742,7 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
     count_send(CALL_Ibsend, type, count, dest, comm);
+    keep_send_buffer(buf, count, type);
     return opened(CALL_Ibsend,
                   PMPI_Ibsend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -692,6 +752,7 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
     count_send(CALL_Irsend, type, count, dest, comm);
+    keep_send_buffer(buf, count, type);
     return opened(CALL_Irsend,
                   PMPI_Irsend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -762,6 +823,7 @@ int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     enter(CALL_Isendrecv,
           crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0,
           crosses(source, comm) ? type_bytes(recvtype, recvcount) : 0);
+    keep_send_buffer(sendbuf, sendcount, sendtype);
     return opened(CALL_Isendrecv,
                   PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
                                  recvbuf, recvcount, recvtype, source,
@@ -934,6 +996,8 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype type, int root,
                MPI_Comm comm, MPI_Request *request)
 {
     count_bcast(CALL_Ibcast, type, count, root, comm);
+    if (comm_rank(comm) == root)
+        keep_send_buffer(buffer, count, type);
     return opened(CALL_Ibcast,
                   PMPI_Ibcast(buffer, count, type, root, comm, request),
                   request);
@@ -957,6 +1021,8 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     count_scatter(CALL_Iscatter, (uint64_t)(comm_size(comm) - 1) *
                   type_bytes(sendtype, sendcount),
                   type_bytes(recvtype, recvcount), root, comm);
+    if (comm_rank(comm) == root)
+        keep_send_buffer(sendbuf, sendcount * comm_size(comm), sendtype);
     return opened(CALL_Iscatter,
                   PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf,
                                 recvcount, recvtype, root, comm, request),
@@ -1012,6 +1078,7 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     count_gather(CALL_Igather, type_bytes(sendtype, sendcount),
                  (uint64_t)(comm_size(comm) - 1) *
                      type_bytes(recvtype, recvcount), root, comm);
+    keep_send_buffer(sendbuf, sendcount, sendtype);
     return opened(CALL_Igather,
                   PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf,
                                recvcount, recvtype, root, comm, request),
@@ -1042,6 +1109,7 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                        "displs", displs);
     count_gather(CALL_Igatherv, type_bytes(sendtype, sendcount), from_others,
                  root, comm);
+    keep_send_buffer(sendbuf, sendcount, sendtype);
     return opened(CALL_Igatherv,
                   PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf,
                                 recvcounts, displs, recvtype, root, comm,
@@ -1067,6 +1135,7 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     uint64_t part = type_bytes(recvtype, recvcount);
     uint64_t peers = (uint64_t)(comm_size(comm) - 1);
     enter(CALL_Iallgather, peers * part, peers * part);
+    keep_send_buffer(sendbuf, sendcount, sendtype);
     return opened(CALL_Iallgather,
                   PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm, request),
@@ -1090,6 +1159,7 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     keep_arguments(comm_size(comm), 2, "recvcounts", recvcounts, "displs",
                    displs);
     count_allgatherv(CALL_Iallgatherv, recvcounts, recvtype, comm);
+    keep_send_buffer(sendbuf, sendcount, sendtype);
     return opened(CALL_Iallgatherv,
                   PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                    recvcounts, displs, recvtype, comm,
@@ -1113,6 +1183,7 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
     uint64_t bytes = type_bytes(type, count);
     count_gather(CALL_Ireduce, bytes,
                  (uint64_t)(comm_size(comm) - 1) * bytes, root, comm);
+    keep_send_buffer(sendbuf, count, type);
     return opened(CALL_Ireduce,
                   PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm,
                                request),
@@ -1133,6 +1204,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
 {
     uint64_t volume = allreduce_volume(type, count, comm);
     enter(CALL_Iallreduce, volume, volume);
+    keep_send_buffer(sendbuf, count, type);
     return opened(CALL_Iallreduce,
                   PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm,
                                   request),
@@ -1154,6 +1226,12 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
 {
     keep_arguments(comm_size(comm), 1, "recvcounts", recvcounts);
     count_reduce_scatter(CALL_Ireduce_scatter, recvcounts, type, comm);
+    {
+        int size = comm_size(comm), total = 0;
+        for (int r = 0; recvcounts != NULL && r < size; r++)
+            total += recvcounts[r];
+        keep_send_buffer(sendbuf, total, type);
+    }
     return opened(CALL_Ireduce_scatter,
                   PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op,
                                        comm, request),
@@ -1178,6 +1256,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
     uint64_t part = (uint64_t)(comm_size(comm) - 1) *
                     type_bytes(type, recvcount);
     enter(CALL_Ireduce_scatter_block, part, part);
+    keep_send_buffer(sendbuf, recvcount * comm_size(comm), type);
     return opened(CALL_Ireduce_scatter_block,
                   PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount,
                                              type, op, comm, request),
@@ -1202,6 +1281,7 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     uint64_t peers = (uint64_t)(comm_size(comm) - 1);
     enter(CALL_Ialltoall, peers * type_bytes(sendtype, sendcount),
           peers * type_bytes(recvtype, recvcount));
+    keep_send_buffer(sendbuf, sendcount * comm_size(comm), sendtype);
     return opened(CALL_Ialltoall,
                   PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
                                  recvcount, recvtype, comm, request),

@@ -57,6 +57,8 @@
  * copies them when the call starts and compares when the request
  * completes. Changed (an array on the stack of a function that has
  * returned), the program stops, status 1, naming the call and the array.
+ * So does a send buffer (sampled at the start and at the completion)
+ * written, or left to die on such a stack, before its request completed.
  *
  * Refused. What the ledger cannot count stops the program (status 1, one
  * line saying why): persistent requests (MPI_Send_init and its kin,
@@ -113,7 +115,8 @@ size_t comm_ledger_open_requests_of(const char *call, uint64_t *received);
 /* Overwrites the stack below the caller's frame, where the frames of the
  * functions it called and that have returned lay: given code calls it
  * right after a student's function that starts a non-blocking call
- * returns (lesson 06's stage3_prefetched), so that arrays of counts or
+ * returns (lesson 05's start_layer_average, lesson 06's
+ * stage3_prefetched), so that a send buffer or arrays of counts or
  * displacements left on that function's dead stack are certain to change
  * before the request completes, and the ledger's check at completion
  * sees it (whatever the next calls would have written there). */

@@ -426,8 +426,11 @@ static void check_length(const char *out, const check_run *run, size_t count)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "sum over the %d ranks, not their average: divide "
                          "by P (the size of comm) after summing", P);
+            /* Only where some elements lie before the tail: with fewer
+             * elements than ranks every one is in it, and a wrong chunk
+             * order would look like a dropped remainder. */
             else if (run->ring && wrong == wrong_in_tail &&
-                     count % (size_t)P != 0)
+                     count % (size_t)P != 0 && count >= (size_t)P)
                 snprintf(diagnosis, sizeof diagnosis, "only the last (count "
                          "mod P) elements are wrong: were the chunks count / "
                          "P long, dropping the remainder? Use block_range "

@@ -84,6 +84,10 @@ static void layer_done(int layer, float *slice, size_t count, void *context)
     trainer *t = context;
     (void)layer;
     start_layer_average(&t->overlap, slice, count);
+    /* A buffer the average was started from on start_layer_average's own
+     * stack is dead now: overwritten, so that the ledger sees it change
+     * before the average completes, on any MPI. */
+    comm_ledger_overwrite_dead_frames();
     t->starts_returned++;
     if (comm_ledger_open_requests(NULL) > 0)
         t->starts_left_running++;
