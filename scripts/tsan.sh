@@ -73,7 +73,11 @@ case "$lesson" in
         runs=("--threads 2 --m 203 --n 157 --reps 1"
               "--threads 4 --m 203 --n 157 --reps 1") ;;
     *)
-        echo "tsan: lesson $lesson has no ThreadSanitizer run (only 03-openmp has)" >&2
+        if grep -q '^$(LESSON)_TSAN *:= *yes' "lessons/$lesson/lesson.mk"; then
+            echo "tsan: lesson $lesson has no run of its own here (only 03-openmp has); make grade L=${lesson%%-*} runs its tests under ThreadSanitizer" >&2
+        else
+            echo "tsan: lesson $lesson has no ThreadSanitizer run (only 03-openmp has): its code runs no threads of its own" >&2
+        fi
         exit 2 ;;
 esac
 
