@@ -132,15 +132,18 @@ typedef struct device_copy {
     const void *src;
     size_t bytes;
     int to_device;              /* 1: host to device, 0: device to host */
-    bool pending;
+    bool pending;               /* true from the copy's start until its
+                                   device_wait returns: read it to know
+                                   whether a wait is due */
     void *event;                /* cuda: the event recorded after it */
 } device_copy;
 
 /* Starts a copy and returns at once; dst is NaN (cpu) or undefined (cuda)
  * until device_wait(copy). Returns 0, or -1 with a line in `error` and
- * nothing started (a struct already pending, a NULL pointer). Whether a
- * struct is pending is the device's list's say, not its own flag: a fresh,
- * uninitialised struct is not pending. */
+ * nothing started (a struct already pending, a NULL pointer). The device
+ * checks against its own list of pending copies, not the struct's flag:
+ * a fresh, uninitialised struct counts as not pending, whatever its
+ * bytes. */
 int device_copy_to_device_async(void *device_dst, const void *host_src,
                                 size_t bytes, device_copy *copy,
                                 char *error, size_t error_len);

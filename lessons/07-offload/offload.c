@@ -31,12 +31,15 @@ int offload_allocate(offload_state *o)
     /* TODO 3 end */
 }
 
-/* Slot k's copy down has landed (or there was none): its device buffer
- * is free again. */
+/* Finishes slot k: once its copy down has landed (a rank that owns none
+ * of the layer started none), the slot's device buffer is freed and the
+ * slot is free again (landing_layer -1), for offload_landing. */
 static void finish_landing(offload_state *o, int slot)
 {
-    /* TODO 4 start: wait for the copy if one is pending (device_wait),
-     * then free the landing buffer and mark the slot empty (-1). */
+    /* TODO 4 start: if the slot's copy down is pending
+     * (o->grads_down[slot].pending: set when the copy started, cleared
+     * by its device_wait), wait for it; then free the landing buffer
+     * (device_free) and mark the slot empty (landing_layer -1). */
     NOT_DONE();
     /* TODO 4 end */
 }

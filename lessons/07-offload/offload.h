@@ -151,8 +151,9 @@ void offload_destroy(offload_state *o);
  * stage2_bucket (a device buffer of the whole layer, in o->zero.bucket). */
 bf16 *offload_gradient_bucket(offload_state *o, int layer);
 
-/* A device buffer for layer l's own part (MEMORY_GRADIENTS), in free slot
- * `slot` of o->landing, and o->zero.grads set so that your stage 2's
+/* A device buffer for layer l's own part (MEMORY_GRADIENTS), in slot
+ * `slot` of o->landing, which must be free (o->landing_layer[slot] is -1:
+ * finish_landing frees a slot), and o->zero.grads set so that your stage 2's
  * reduce-scatter of layer l writes that part there: its own[i - own.begin]
  * for i in the part is landing[i - part.begin]. (A pointer of the own
  * slice's shape that only this layer's part of is memory: lesson 06's

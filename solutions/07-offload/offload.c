@@ -45,8 +45,9 @@ int offload_allocate(offload_state *o)
     /* TODO 3 end */
 }
 
-/* Slot k's copy down has landed (or there was none): its device buffer
- * is free again. */
+/* Finishes slot k: once its copy down has landed (a rank that owns none
+ * of the layer started none), the slot's device buffer is freed and the
+ * slot is free again (landing_layer -1), for offload_landing. */
 static void finish_landing(offload_state *o, int slot)
 {
     /* TODO 4 start */
