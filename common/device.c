@@ -742,6 +742,28 @@ static int check_device_range(const char *function, const char *end,
                  offset, block->bytes, bytes - (block->bytes - offset));
         return -1;
     }
+    /* No block holds its first byte: one it runs into from before its
+     * start (an offset off by a few elements), else the arena's own gaps
+     * (a block freed already), else not device memory at all. */
+    for (size_t k = 0; k < arena.block_count; k++) {
+        const struct arena_block *b = &arena.blocks[k];
+        if (first < b->start && bytes > b->start - first) {
+            snprintf(error, error_len, "%s: %s (%zu bytes) starts %zu bytes "
+                     "before a device block of %zu and runs into it: a "
+                     "copy's device end lies inside one block; check the "
+                     "offset you add to the block's pointer", function, end,
+                     bytes, (size_t)(b->start - first), b->bytes);
+            return -1;
+        }
+    }
+    if (arena.base != NULL && first >= (uintptr_t)arena.base &&
+        first - (uintptr_t)arena.base < arena.size) {
+        snprintf(error, error_len, "%s: %s (%zu bytes) lies in the device's "
+                 "memory but in no block of it (one freed already, or an "
+                 "offset past a block's end): a copy's device end lies "
+                 "inside a live block of device_alloc", function, end, bytes);
+        return -1;
+    }
     snprintf(error, error_len, "%s: %s (%zu bytes) is not in any device "
              "block: device memory comes from device_alloc, host memory "
              "goes on the other end", function, end, bytes);

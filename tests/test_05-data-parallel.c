@@ -270,12 +270,16 @@ static run_result run_check(const check_run *run, const char *counts,
                      "the room its receive gave it (MPI_ERR_TRUNCATE): the "
                      "rank that sent it and the rank that received it "
                      "disagree on which chunk moves at that step, or on its "
-                     "length. Hint: TODO 3: at reduce-scatter step s a rank "
-                     "sends chunk (rank - s) and receives chunk (rank - s - "
-                     "1); at allgather step s it sends (rank + 1 - s) and "
-                     "receives (rank - s), all mod P, each chunk's length "
-                     "from block_range, so that what the previous rank "
-                     "sends is exactly what this one expects", what);
+                     "length. Hint: TODO 3: each rank sends to the next "
+                     "rank, (rank + 1) mod P, and receives from the "
+                     "previous, (rank - 1 + P) mod P (the other way round, "
+                     "a rank receives a chunk it did not expect); at "
+                     "reduce-scatter step s a rank sends chunk (rank - s) "
+                     "and receives chunk (rank - s - 1); at allgather step "
+                     "s it sends (rank + 1 - s) and receives (rank - s), all "
+                     "mod P, each chunk's length from block_range, so that "
+                     "what the previous rank sends is exactly what this one "
+                     "expects", what);
     harness_expect_success(&r, what);
     return r;
 }
@@ -426,15 +430,22 @@ static void check_length(const char *out, const check_run *run, size_t count)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "sum over the %d ranks, not their average: divide "
                          "by P (the size of comm) after summing", P);
-            /* Only where some elements lie before the tail: with fewer
-             * elements than ranks every one is in it, and a wrong chunk
-             * order would look like a dropped remainder. */
             else if (run->ring && wrong == wrong_in_tail &&
                      count % (size_t)P != 0 && count >= (size_t)P)
                 snprintf(diagnosis, sizeof diagnosis, "only the last (count "
                          "mod P) elements are wrong: were the chunks count / "
                          "P long, dropping the remainder? Use block_range "
                          "for the chunks");
+            /* With fewer elements than ranks every one is in that tail,
+             * and a wrong chunk number at some step looks the same. */
+            else if (run->ring && wrong == wrong_in_tail &&
+                     count % (size_t)P != 0)
+                snprintf(diagnosis, sizeof diagnosis, "with fewer elements "
+                         "than ranks, each is in the last (count mod P): "
+                         "were the chunks count / P long, dropping the "
+                         "remainder (use block_range for the chunks), or "
+                         "does a step's chunk number differ from the TODO's "
+                         "recipe?");
             else
                 snprintf(diagnosis, sizeof diagnosis, "%s", run->ring
                          ? "compare your chunk numbers step by step with "

@@ -474,6 +474,29 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
                      "bytes) is not in any device block: device memory "
                      "comes from device_alloc, host memory goes on the "
                      "other end");
+    /* A range that starts a little before a block and runs into it (an
+     * offset off by an element), and one in the arena that no block holds
+     * (the padding after a block of 100 bytes, which spans 128): each
+     * named for what it is. First fit: the next block starts at 128. */
+    unsigned char *short_block = device_alloc(MEMORY_PARAMETERS, 100);
+    unsigned char *next_block = device_alloc(MEMORY_PARAMETERS, 256);
+    ck_assert_ptr_eq(next_block, short_block + 128);
+    ck_assert(device_copy_to_device(next_block - 2, host, 64, error,
+                                    sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_device: the destination (64 "
+                     "bytes) starts 2 bytes before a device block of 256 "
+                     "and runs into it: a copy's device end lies inside one "
+                     "block; check the offset you add to the block's "
+                     "pointer");
+    ck_assert(device_copy_to_host(host, short_block + 110, 8, error,
+                                  sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_host: the source (8 bytes) lies "
+                     "in the device's memory but in no block of it (one "
+                     "freed already, or an offset past a block's end): a "
+                     "copy's device end lies inside a live block of "
+                     "device_alloc");
+    device_free(next_block);
+    device_free(short_block);
     ck_assert(device_copy_to_host(host, block + 192, 64, error,
                                   sizeof error) == 0);
     expect_traffic(256, 64, 1, 1, "after the refused ranges");

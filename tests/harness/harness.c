@@ -924,9 +924,14 @@ void run_result_free(run_result *result)
     result->out = result->err = result->where = result->watch_dir = NULL;
 }
 
+/* The lesson whose program the test ran last (harness_program): a
+ * sanitizer's report names a program by its file's name alone. */
+static char lesson_of_programs[64];
+
 const char *harness_program(const char *lesson, const char *program)
 {
     static char path[PATH_MAX];
+    snprintf(lesson_of_programs, sizeof lesson_of_programs, "%s", lesson);
     const char *build = getenv("ZZ_BUILD_DIR");
     ck_assert_msg(build != NULL, "harness: ZZ_BUILD_DIR is not set: run the "
                   "tests through make (make check L=NN)");
@@ -1337,6 +1342,115 @@ static void first_own_line(const char *text, char *line, size_t len)
     }
 }
 
+/* Names an address of a program as the sanitizer would have, had it been
+ * able to run its symbolizer (behind the boundary no program may start):
+ * addr2line, run here in the judge on the program's file, gives "in
+ * FUNCTION FILE:LINE" into `frame`, for a line of a lesson's file (not the
+ * shared library's or the system's). False where it gives none. The path
+ * comes from the report, which the program wrote: it must be a plain
+ * absolute path, and addr2line gets it as an argument, never through a
+ * shell. */
+static bool symbolize(const char *path, unsigned long long offset,
+                      char *frame, size_t frame_len)
+{
+    if (path[0] != '/')
+        return false;
+    for (const char *c = path; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || strchr("/._+-", *c) != NULL))
+            return false;
+    int out[2];
+    if (pipe(out) != 0)
+        return false;
+    char address[32];
+    snprintf(address, sizeof address, "0x%llx", offset);
+    pid_t child = fork();
+    if (child < 0) {
+        close(out[0]);
+        close(out[1]);
+        return false;
+    }
+    if (child == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (dup2(out[1], STDOUT_FILENO) < 0 || null < 0 ||
+            dup2(null, STDERR_FILENO) < 0)
+            _exit(127);
+        execlp("addr2line", "addr2line", "-f", "-e", path, address,
+               (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char text[1024];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof text - 1 &&
+           (n = read(out[0], text + got, sizeof text - 1 - got)) > 0)
+        got += (size_t)n;
+    close(out[0]);
+    text[got] = '\0';
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+    }
+    char function[256], place[512];
+    if (sscanf(text, "%255[^\n]\n%511[^\n]", function, place) != 2 ||
+        strcmp(function, "??") == 0 || strstr(place, ".c:") == NULL ||
+        strstr(place, "/common/") != NULL || strstr(place, "/usr/") != NULL)
+        return false;
+    char *note = strstr(place, " (discriminator");
+    if (note != NULL)
+        *note = '\0';
+    /* Relative to the checkout, where the tests run, as the sanitizers'
+     * own lines are. */
+    char here[PATH_MAX];
+    const char *shown = place;
+    size_t here_length = getcwd(here, sizeof here) ? strlen(here) : 0;
+    if (here_length > 1 && strncmp(place, here, here_length) == 0 &&
+        place[here_length] == '/')
+        shown = place + here_length + 1;
+    /* clang names a parallel region's body after the region, not the
+     * function it lies in: the line says which. */
+    int written = snprintf(frame, frame_len, "in %s %s",
+                           strncmp(function, ".omp_outlined", 13) == 0
+                               ? "an OpenMP parallel region at"
+                               : function, shown);
+    return written > 0;
+}
+
+/* The path and offset of a frame the sanitizer left unnamed:
+ * "    #3 0x55d0c1a3b7fa (/abs/path/openmp+0xc87fa)". */
+static bool unnamed_frame(const char *line, size_t n, char *path,
+                          size_t path_len, unsigned long long *offset)
+{
+    const char *open_paren = memchr(line, '(', n);
+    if (open_paren == NULL)
+        return false;
+    size_t rest = n - (size_t)(open_paren + 1 - line);
+    const char *plus = NULL;
+    for (size_t k = 0; k < rest; k++)
+        if (open_paren[1 + k] == '+')
+            plus = open_paren + 1 + k;
+    if (plus == NULL || (size_t)(plus - open_paren - 1) >= path_len)
+        return false;
+    char *end = NULL;
+    *offset = strtoull(plus + 1, &end, 16);
+    if (end == plus + 1 || *end != ')')
+        return false;
+    char name[PATH_MAX];
+    snprintf(name, sizeof name, "%.*s", (int)(plus - open_paren - 1),
+             open_paren + 1);
+    if (strstr(name, ".so") != NULL)
+        return false;
+    /* ThreadSanitizer gives the file's name alone: the lesson's program. */
+    const char *build = getenv("ZZ_BUILD_DIR");
+    int written = -1;
+    if (name[0] == '/')
+        written = snprintf(path, path_len, "%s", name);
+    else if (build != NULL && lesson_of_programs[0] != '\0' &&
+             strchr(name, '/') == NULL)
+        written = snprintf(path, path_len, "%s/%s/%s", build,
+                           lesson_of_programs, name);
+    return written > 0 && (size_t)written < path_len;
+}
+
 /* A sanitizer's report in `err` (the grading's sanitized pass builds the
  * programs with AddressSanitizer and UBSan, or ThreadSanitizer): its tool,
  * its first line from the kind of error on ("heap-buffer-overflow on
@@ -1372,21 +1486,37 @@ static const char *sanitizer_report(const char *err, char *line, size_t len,
         for (start = found; start > err && start[-1] != '\n';)
             start--;
     size_t n = strcspn(start, "\n");
+    /* ThreadSanitizer's " (pid=N)" is a number in the run's namespace. */
     const char *registers = strstr(start, " at pc 0x");
+    if (registers == NULL)
+        registers = strstr(start, " (pid=");
     if (registers != NULL && (size_t)(registers - start) < n)
         n = (size_t)(registers - start);
     snprintf(line, len, "%s: %.*s", tool, (int)(n < 200 ? n : 200), start);
     frame[0] = '\0';
+    /* The first frame of a lesson's file: named by the sanitizer, or,
+     * where it could not name frames, by addr2line (the first twelve
+     * unnamed ones: the report's first stack). */
+    int unnamed_tried = 0;
     for (const char *at = found + n; *at;) {
         size_t m = strcspn(at, "\n");
         const char *in = strstr(at, " in ");
-        if (in != NULL && in < at + m && at[strspn(at, " ")] == '#' &&
+        char path[PATH_MAX];
+        unsigned long long offset = 0;
+        bool is_frame = at[strspn(at, " ")] == '#';
+        if (is_frame && in != NULL && in < at + m &&
             memmem(at, m, "/common/", 8) == NULL &&
             memmem(at, m, "/usr/", 5) == NULL &&
             memmem(at, m, ".c:", 3) != NULL) {
             snprintf(frame, frame_len, "%.*s", (int)(at + m - in - 1),
                      in + 1);
             break;
+        }
+        if (is_frame && (in == NULL || in > at + m) && unnamed_tried < 12 &&
+            unnamed_frame(at, m, path, sizeof path, &offset)) {
+            unnamed_tried++;
+            if (symbolize(path, offset, frame, frame_len))
+                break;
         }
         at += m + (at[m] == '\n');
     }
