@@ -147,9 +147,9 @@ static uint64_t others(const int counts[], int size, int except,
  * starts and some read them later, so code that passes arrays which die
  * when its function returns (on its stack) works with one MPI and breaks
  * with another. The ledger copies each at the start and compares at the
- * completion: changed, the program stops, saying which call's array. */
-/* Its send buffer too: MPI may read it until the request completes, so
- * it must neither change nor die before then (a local array of a function
+ * completion: changed, the program stops, saying which call's array.
+ * Its send buffer too: MPI may read it until the request completes, so it
+ * must neither change nor die before then (a local array of a function
  * that returned is overwritten by the next calls). The ledger samples it
  * at the start and again at the completion (sampled_bytes: a fixed number
  * of words spread over it, so that a large buffer costs no more than a
@@ -175,9 +175,10 @@ static uint64_t sampled_bytes(const unsigned char *start, uint64_t bytes)
 {
     uint64_t mixed = 0x9e3779b97f4a7c15u ^ bytes;
     uint64_t stride = bytes / SAMPLED_WORDS > 8 ? bytes / SAMPLED_WORDS : 1;
-    for (uint64_t at = 0; at < bytes; at += at < 64 || at + 64 >= bytes ? 1 : stride) {
+    for (uint64_t at = 0; at < bytes;) {
         mixed ^= start[at];
         mixed *= 0x100000001b3u;
+        at += at < 64 || at + 64 >= bytes ? 1 : stride;
     }
     return mixed;
 }
