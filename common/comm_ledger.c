@@ -1,7 +1,14 @@
 /* The communication ledger, on MPI's profiling interface. */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
+/* nanosleep; and the calling thread's stack (pthread_getattr_np, glibc's,
+ * or pthread_get_stackaddr_np, macOS's) */
+#if defined(__APPLE__)
+#define _DARWIN_C_SOURCE
+#else
+#define _GNU_SOURCE
+#endif
 #include "comm_ledger.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -99,6 +106,8 @@ static int depth;
  * request the call started, which enter's call is. */
 static uint64_t entered_received;
 
+static void check_frames(uintptr_t live_from);
+
 /* Counts a call and marks it as the one this rank is inside. MPI reads
  * and writes the buffers it is given, which may be a cpu device's memory
  * (lesson 07's collectives run on it): the device's memory is open to it
@@ -112,6 +121,12 @@ static void enter(call_kind kind, uint64_t sent, uint64_t received)
     ledger[kind].counts.bytes_received += received;
     steps_in_call(ledger[kind].name);
     if (depth++ == 0) {
+        /* A stack pointer of this call's own frames: the code that
+         * called MPI lives above it, so a buffer below it is in a frame
+         * that has returned. (A returned frame whose place deeper calls
+         * have since taken lies above it: that one is seen by the check
+         * given code makes right after a student's function returns.) */
+        check_frames((uintptr_t)__builtin_dwarf_cfa());
         inside = kind;
         inside_since = timer_now();
     }
@@ -153,8 +168,15 @@ static uint64_t others(const int counts[], int size, int except,
  * that returned is overwritten by the next calls). The ledger samples it
  * at the start and again at the completion (sampled_bytes: a fixed number
  * of words spread over it, so that a large buffer costs no more than a
- * small one); changed, the program stops, naming the call. */
-enum { KEPT_MAX = 4, SAMPLED_WORDS = 4096 };
+ * small one); changed, the program stops, naming the call.
+ * Its buffers, send and receive, must not die either: MPI writes a receive
+ * buffer until the request completes, over whatever then uses that memory.
+ * A buffer on the stack of the thread that calls MPI is kept by address;
+ * at each later MPI call and at the completion, one that lies below the
+ * frame of the call now running was in a frame that has returned (the
+ * frames of the functions still running are all above it), and the
+ * program stops, naming the buffer and the call. */
+enum { KEPT_MAX = 4, SAMPLED_WORDS = 4096, STACKED_MAX = 2 };
 typedef struct {
     int arrays;                  /* how many of the call's arrays */
     int length;                  /* ints each: the communicator's size */
@@ -163,6 +185,9 @@ typedef struct {
     int *copy;                   /* arrays * length ints, malloc'd */
     const unsigned char *sent;   /* the send buffer, NULL where none */
     uint64_t sent_bytes, sent_sample;
+    int stacked;                 /* buffers on the stack, at most 2 */
+    uintptr_t stacked_at[STACKED_MAX];
+    const char *stacked_name[STACKED_MAX];  /* "send", "receive" */
 } kept_arguments;
 
 /* The arrays of the call being started, filed by opened() with its
@@ -197,6 +222,59 @@ static void keep_send_buffer(const void *buffer, int count, MPI_Datatype type)
         return;
     entered_kept.sent = buffer;
     entered_kept.sent_bytes = (uint64_t)size * (uint64_t)count;
+}
+
+/* The stack of the thread that calls MPI, [stack_low, stack_high): found
+ * when it calls MPI_Init (only that thread calls MPI in these lessons),
+ * before the boundary that a graded program enters hides /proc, which
+ * glibc reads for it, or else at the first non-blocking call; where the
+ * system cannot say, no buffer is taken for a stack one. */
+static bool stack_found;
+static pthread_t stack_thread;
+static uintptr_t stack_low, stack_high;
+
+static void find_stack(void)
+{
+    stack_found = true;
+    stack_thread = pthread_self();
+#if defined(__APPLE__)
+    stack_high = (uintptr_t)pthread_get_stackaddr_np(stack_thread);
+    stack_low = stack_high - pthread_get_stacksize_np(stack_thread);
+#elif defined(__GLIBC__)
+    pthread_attr_t attributes;
+    void *low = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(stack_thread, &attributes) != 0)
+        return;
+    if (pthread_attr_getstack(&attributes, &low, &size) == 0) {
+        stack_low = (uintptr_t)low;
+        stack_high = stack_low + size;
+    }
+    pthread_attr_destroy(&attributes);
+#endif
+}
+
+static bool on_the_stack(uintptr_t address)
+{
+    if (!stack_found)
+        find_stack();
+    return pthread_equal(stack_thread, pthread_self()) &&
+           address >= stack_low && address < stack_high;
+}
+
+/* Before a non-blocking call: its send and receive buffers (NULL where it
+ * has none on this rank) that lie on the stack, kept with its request. */
+static void keep_stacked(const void *sent, const void *received)
+{
+    const void *buffers[STACKED_MAX] = { sent, received };
+    const char *names[STACKED_MAX] = { "send", "receive" };
+    for (int k = 0; k < STACKED_MAX; k++)
+        if (buffers[k] != NULL && buffers[k] != MPI_IN_PLACE &&
+            on_the_stack((uintptr_t)buffers[k])) {
+            int at = entered_kept.stacked++;
+            entered_kept.stacked_at[at] = (uintptr_t)buffers[k];
+            entered_kept.stacked_name[at] = names[k];
+        }
 }
 
 /* Before a non-blocking call with arrays of counts or displacements:
@@ -299,6 +377,33 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
     return leave(result);
 }
 
+/* A kept stack buffer below `live_from` lies in a frame that has returned:
+ * the program stops. `live_from` is the stack pointer of a function that
+ * is running now (its caller's, at the call: __builtin_dwarf_cfa), above
+ * which lie the frames of every function still running. */
+static void check_frame(call_kind kind, const kept_arguments *kept,
+                        uintptr_t live_from)
+{
+    for (int k = 0; k < kept->stacked; k++) {
+        if (kept->stacked_at[k] >= live_from ||
+            !pthread_equal(stack_thread, pthread_self()))
+            continue;
+        fprintf(stderr, "comm ledger: rank %d: the %s buffer given to %s "
+                "lies in the stack frame of a function that has returned, "
+                "and its request has not completed: MPI may %s it until "
+                "the request completes, and that memory now belongs to "
+                "other calls. Keep it in memory that lives as long as the "
+                "request (the state your code keeps, or the heap), not in a "
+                "local array of a function that returns before the "
+                "wait%s%s%s\n", world_rank(), kept->stacked_name[k],
+                ledger[kind].name,
+                kept->stacked_name[k][0] == 's' ? "read" : "write",
+                steps_current()[0] ? " (the rank was in " : "",
+                steps_current(), steps_current()[0] ? ")" : "");
+        abort_after_message();
+    }
+}
+
 /* At a request's completion: its arrays as they were when it started, or
  * the program stops. */
 static void check_kept(call_kind kind, kept_arguments *kept)
@@ -357,6 +462,14 @@ static void closed(MPI_Request handle)
         }
 }
 
+/* No open request's stack buffer lies below `live_from`. */
+static void check_frames(uintptr_t live_from)
+{
+    for (size_t k = 0; k < open_count; k++)
+        check_frame(open_requests[k].kind, &open_requests[k].kept,
+                    live_from);
+}
+
 /* What a request array held before a Wait or Test form: the slots that
  * were requests then and are MPI_REQUEST_NULL afterwards were completed
  * (or freed) by the call. Up to SMALL handles on the caller's stack. */
@@ -407,6 +520,18 @@ size_t comm_ledger_open_requests_of(const char *call, uint64_t *received)
     if (received != NULL)
         *received = bytes;
     return count;
+}
+
+/* ---- starting MPI: the thread that will call it ----
+ * (MPI_Init_thread is left to MPI: lesson 03's driver defines its own,
+ * and a program started by it finds its stack at its first non-blocking
+ * call instead.) */
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int result = PMPI_Init(argc, argv);
+    find_stack();
+    return result;
 }
 
 /* ---- refused: what the ledger cannot count ---- */
@@ -724,6 +849,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
 {
     count_send(CALL_Isend, type, count, dest, comm);
     keep_send_buffer(buf, count, type);
+    keep_stacked(buf, NULL);
     return opened(CALL_Isend,
                   PMPI_Isend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -734,6 +860,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest,
 {
     count_send(CALL_Issend, type, count, dest, comm);
     keep_send_buffer(buf, count, type);
+    keep_stacked(buf, NULL);
     return opened(CALL_Issend,
                   PMPI_Issend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -744,6 +871,7 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest,
 {
     count_send(CALL_Ibsend, type, count, dest, comm);
     keep_send_buffer(buf, count, type);
+    keep_stacked(buf, NULL);
     return opened(CALL_Ibsend,
                   PMPI_Ibsend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -754,6 +882,7 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest,
 {
     count_send(CALL_Irsend, type, count, dest, comm);
     keep_send_buffer(buf, count, type);
+    keep_stacked(buf, NULL);
     return opened(CALL_Irsend,
                   PMPI_Irsend(buf, count, type, dest, tag, comm, request),
                   request);
@@ -778,6 +907,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
     enter(CALL_Irecv, 0, crosses(source, comm) ? type_bytes(type, count) : 0);
+    keep_stacked(NULL, buf);
     return opened(CALL_Irecv,
                   PMPI_Irecv(buf, count, type, source, tag, comm, request),
                   request);
@@ -825,6 +955,7 @@ int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
           crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0,
           crosses(source, comm) ? type_bytes(recvtype, recvcount) : 0);
     keep_send_buffer(sendbuf, sendcount, sendtype);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Isendrecv,
                   PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
                                  recvbuf, recvcount, recvtype, source,
@@ -839,6 +970,7 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
     enter(CALL_Isendrecv_replace,
           crosses(dest, comm) ? type_bytes(type, count) : 0,
           crosses(source, comm) ? type_bytes(type, count) : 0);
+    keep_stacked(NULL, buf);
     return opened(CALL_Isendrecv_replace,
                   PMPI_Isendrecv_replace(buf, count, type, dest, sendtag,
                                          source, recvtag, comm, request),
@@ -999,6 +1131,7 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype type, int root,
     count_bcast(CALL_Ibcast, type, count, root, comm);
     if (comm_rank(comm) == root)
         keep_send_buffer(buffer, count, type);
+    keep_stacked(comm_rank(comm) == root ? buffer : NULL, comm_rank(comm) == root ? NULL : buffer);
     return opened(CALL_Ibcast,
                   PMPI_Ibcast(buffer, count, type, root, comm, request),
                   request);
@@ -1024,6 +1157,7 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   type_bytes(recvtype, recvcount), root, comm);
     if (comm_rank(comm) == root)
         keep_send_buffer(sendbuf, sendcount * comm_size(comm), sendtype);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Iscatter,
                   PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf,
                                 recvcount, recvtype, root, comm, request),
@@ -1054,6 +1188,7 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
                        "displs", displs);
     count_scatter(CALL_Iscatterv, to_others, type_bytes(recvtype, recvcount),
                   root, comm);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Iscatterv,
                   PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype,
                                  recvbuf, recvcount, recvtype, root, comm,
@@ -1080,6 +1215,7 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  (uint64_t)(comm_size(comm) - 1) *
                      type_bytes(recvtype, recvcount), root, comm);
     keep_send_buffer(sendbuf, sendcount, sendtype);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Igather,
                   PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf,
                                recvcount, recvtype, root, comm, request),
@@ -1111,6 +1247,7 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     count_gather(CALL_Igatherv, type_bytes(sendtype, sendcount), from_others,
                  root, comm);
     keep_send_buffer(sendbuf, sendcount, sendtype);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Igatherv,
                   PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf,
                                 recvcounts, displs, recvtype, root, comm,
@@ -1137,6 +1274,7 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     uint64_t peers = (uint64_t)(comm_size(comm) - 1);
     enter(CALL_Iallgather, peers * part, peers * part);
     keep_send_buffer(sendbuf, sendcount, sendtype);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Iallgather,
                   PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm, request),
@@ -1161,6 +1299,7 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    displs);
     count_allgatherv(CALL_Iallgatherv, recvcounts, recvtype, comm);
     keep_send_buffer(sendbuf, sendcount, sendtype);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Iallgatherv,
                   PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                    recvcounts, displs, recvtype, comm,
@@ -1185,6 +1324,7 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
     count_gather(CALL_Ireduce, bytes,
                  (uint64_t)(comm_size(comm) - 1) * bytes, root, comm);
     keep_send_buffer(sendbuf, count, type);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Ireduce,
                   PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm,
                                request),
@@ -1206,6 +1346,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
     uint64_t volume = allreduce_volume(type, count, comm);
     enter(CALL_Iallreduce, volume, volume);
     keep_send_buffer(sendbuf, count, type);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Iallreduce,
                   PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm,
                                   request),
@@ -1233,6 +1374,7 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
             total += recvcounts[r];
         keep_send_buffer(sendbuf, total, type);
     }
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Ireduce_scatter,
                   PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op,
                                        comm, request),
@@ -1258,6 +1400,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
                     type_bytes(type, recvcount);
     enter(CALL_Ireduce_scatter_block, part, part);
     keep_send_buffer(sendbuf, recvcount * comm_size(comm), type);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Ireduce_scatter_block,
                   PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount,
                                              type, op, comm, request),
@@ -1283,6 +1426,7 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     enter(CALL_Ialltoall, peers * type_bytes(sendtype, sendcount),
           peers * type_bytes(recvtype, recvcount));
     keep_send_buffer(sendbuf, sendcount * comm_size(comm), sendtype);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Ialltoall,
                   PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
                                  recvcount, recvtype, comm, request),
@@ -1310,6 +1454,7 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
                    sdispls, "recvcounts", recvcounts, "rdispls", rdispls);
     count_alltoallv(CALL_Ialltoallv, sendcounts, sendtype, recvcounts,
                     recvtype, comm);
+    keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Ialltoallv,
                   PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype,
                                   recvbuf, recvcounts, rdispls, recvtype,
@@ -1347,6 +1492,7 @@ comm_counts comm_ledger_total(void)
  * made. */
 __attribute__((noinline)) void comm_ledger_overwrite_dead_frames(void)
 {
+    check_frames((uintptr_t)__builtin_dwarf_cfa());
     volatile int below[32768];
     for (size_t k = 0; k < sizeof below / sizeof below[0]; k++)
         below[k] = -0x5a5a5a5b;

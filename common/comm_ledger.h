@@ -112,14 +112,16 @@ size_t comm_ledger_open_requests(const char **first_call);
  * stand-in of no bytes). */
 size_t comm_ledger_open_requests_of(const char *call, uint64_t *received);
 
-/* Overwrites the stack below the caller's frame, where the frames of the
- * functions it called and that have returned lay: given code calls it
- * right after a student's function that starts a non-blocking call
- * returns (lesson 05's start_layer_average, lesson 06's
- * stage3_prefetched), so that a send buffer or arrays of counts or
- * displacements left on that function's dead stack are certain to change
- * before the request completes, and the ledger's check at completion
- * sees it (whatever the next calls would have written there). */
+/* Given code calls it right after a student's function that starts a
+ * non-blocking call returns (lesson 05's start_layer_average, lesson 06's
+ * stage3_prefetched). First, a buffer of an open request that lay on that
+ * function's stack (or any other below the caller's frame) stops the run,
+ * naming the buffer and the call: MPI may read or write it until the
+ * request completes, and the next calls will use that memory. Then it
+ * overwrites the stack below the caller's frame, so that arrays of counts
+ * or displacements left there are certain to change before the request
+ * completes, and the ledger's check at completion sees it (whatever the
+ * next calls would have written there). */
 void comm_ledger_overwrite_dead_frames(void);
 
 /* Writes "comm NAME CALLS SENT RECEIVED" for every call made at least once,

@@ -22,6 +22,19 @@
  *                                 S" (its own clock around it all)
  *   ledger_probe --refuse KIND    rank 0 makes a call the ledger refuses:
  *                                 persistent, window or neighbours
+ *   ledger_probe --frames KIND    each rank receives from its neighbour
+ *                                 into an array on a function's stack:
+ *                                 "live", waited for by a function that
+ *                                 this function calls (a correct program,
+ *                                 which must run to its end); "dead",
+ *                                 started by a function that returns,
+ *                                 after which the caller, as the drivers
+ *                                 do, calls comm_ledger_overwrite_dead_
+ *                                 frames, then waits from a function of
+ *                                 its own; "dead-send", the same with the
+ *                                 send buffer; "dead-waited", no such
+ *                                 call, and the caller waits itself (the
+ *                                 ledger must stop the last three)
  *   ledger_probe --hang           rank 0 waits for a message that never
  *                                 comes, inside a named step, so that the
  *                                 harness's deadlock report and clean-up
@@ -156,6 +169,73 @@ static void refuse(const char *kind, int rank)
     mpi_exit_all(3);
 }
 
+/* --frames: N doubles from the previous rank into `into`, and N to the
+ * next from `from`, the two requests in `pair`. */
+static void start_exchange(double *into, double *from, MPI_Request pair[2])
+{
+    int rank, size;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    for (int k = 0; k < N; k++)
+        from[k] = rank + k;
+    MPI_CHECK(MPI_Irecv(into, N, MPI_DOUBLE, (rank + size - 1) % size, 5,
+                        MPI_COMM_WORLD, &pair[0]));
+    MPI_CHECK(MPI_Isend(from, N, MPI_DOUBLE, (rank + 1) % size, 5,
+                        MPI_COMM_WORLD, &pair[1]));
+}
+
+static __attribute__((noinline)) void wait_exchange(MPI_Request pair[2])
+{
+    MPI_CHECK(MPI_Waitall(2, pair, MPI_STATUSES_IGNORE));
+}
+
+/* Both buffers here; the wait deeper down, in a frame of its own. */
+static __attribute__((noinline)) double exchange_live(void)
+{
+    double into[N], from[N];
+    MPI_Request pair[2];
+    start_exchange(into, from, pair);
+    wait_exchange(pair);
+    return into[N - 1];
+}
+
+/* The receive (or, with `dead_send`, the send) buffer here, and the
+ * requests left to the caller: this frame is gone before the wait. */
+static double heap_side[N];
+static __attribute__((noinline)) void start_dead(MPI_Request pair[2],
+                                                 bool dead_send)
+{
+    double local[N];
+    if (dead_send)
+        start_exchange(heap_side, local, pair);
+    else
+        start_exchange(local, heap_side, pair);
+}
+
+static void frames(const char *kind)
+{
+    MPI_Request pair[2];
+    if (strcmp(kind, "live") == 0) {
+        volatile double last = exchange_live();
+        (void)last;
+    } else if (strcmp(kind, "dead") == 0 ||
+               strcmp(kind, "dead-send") == 0) {
+        start_dead(pair, strcmp(kind, "dead-send") == 0);
+        comm_ledger_overwrite_dead_frames();
+        wait_exchange(pair);
+    } else if (strcmp(kind, "dead-waited") == 0) {
+        start_dead(pair, false);
+        MPI_CHECK(MPI_Waitall(2, pair, MPI_STATUSES_IGNORE));
+    } else {
+        fprintf(stderr, "ledger_probe: --frames %s: live, dead, dead-send "
+                "or dead-waited\n", kind);
+        mpi_exit_all(2);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Finalize());
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -165,13 +245,15 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     steps_open(rank);
     bool two = argc == 3 && (strcmp(argv[1], "--open") == 0 ||
-                             strcmp(argv[1], "--refuse") == 0);
+                             strcmp(argv[1], "--refuse") == 0 ||
+                             strcmp(argv[1], "--frames") == 0);
     bool three = argc == 4 && strcmp(argv[1], "--seconds") == 0 &&
                  atol(argv[2]) > 0;
     if ((argc != 2 && !two && !three) || size != 3) {
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np 3 ledger_probe OUT_DIR|--open "
-                    "OUT_DIR|--seconds MS OUT_DIR|--refuse KIND|--hang\n");
+                    "OUT_DIR|--seconds MS OUT_DIR|--refuse KIND|--frames KIND|"
+                    "--hang\n");
         mpi_exit_all(2);
     }
     if (three) {
@@ -190,6 +272,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--refuse") == 0)
         refuse(argv[2], rank);
+    if (strcmp(argv[1], "--frames") == 0)
+        frames(argv[2]);
     if (strcmp(argv[1], "--open") == 0) {
         /* A message to itself: the send is buffered at once, the receive
          * takes it, and the send's request is never waited for. */

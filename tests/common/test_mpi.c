@@ -275,6 +275,45 @@ START_TEST(ledger_refuses_what_it_cannot_count)
 }
 END_TEST
 
+/* A buffer of a request still open that lies on the stack of a function
+ * that has returned stops the run, naming the buffer and the call; a
+ * buffer on the stack of a function still running (waited for from a
+ * function it calls) is a correct program, and runs to its end. The
+ * probe's buffers are all of this toolkit's kind: one thread calls MPI
+ * (comm_ledger.c finds that thread's stack). */
+START_TEST(ledger_stops_buffers_on_returned_frames)
+{
+    static const char *const kinds[4][2] = {
+        { "live", NULL },
+        { "dead", "the receive buffer given to MPI_Irecv lies in the stack "
+                  "frame of a function that has returned" },
+        { "dead-send", "the send buffer given to MPI_Isend lies in the "
+                       "stack frame of a function that has returned" },
+        { "dead-waited", "the receive buffer given to MPI_Irecv lies in "
+                         "the stack frame of a function that has returned" },
+    };
+    for (int k = 0; k < 4; k++) {
+        char *args[] = { "--frames", (char *)kinds[k][0], NULL };
+        run_result r = harness_run_mpi("tests/common", "ledger_probe", 3,
+                                       args, NULL, 20);
+        if (kinds[k][1] == NULL) {
+            harness_expect_success(&r, "ledger_probe --frames live: a "
+                                   "stack buffer waited for while its "
+                                   "function runs");
+        } else {
+            ck_assert_msg(!r.timed_out && r.exit_status == 1, "--frames "
+                          "%s: expected exit status 1, got %d%s:\n%s",
+                          kinds[k][0], r.exit_status,
+                          r.timed_out ? " (timed out)" : "", r.err);
+            ck_assert_msg(strstr(r.err, kinds[k][1]) != NULL, "--frames "
+                          "%s: expected \"%s\" in:\n%s", kinds[k][0],
+                          kinds[k][1], r.err);
+        }
+        run_result_free(&r);
+    }
+}
+END_TEST
+
 /* ---- the collectives (common/collectives.h), on 1 to 4 ranks ---- */
 
 /* A buffer not divisible by 2, 3 or 4, each rank's block several chunks
@@ -827,6 +866,9 @@ Suite *lesson_suite(void)
                 ledger_times_calls, 0, 40);
     harness_add(suite, "comm ledger: uncountable calls refused",
                 ledger_refuses_what_it_cannot_count, 0, 70);
+    harness_add(suite, "comm ledger: buffers of open requests on returned "
+                "frames stopped, on live ones kept",
+                ledger_stops_buffers_on_returned_frames, 0, 90);
     for (int ranks = 1; ranks <= 4; ranks++) {
         static char names[4][96];
         snprintf(names[ranks - 1], sizeof names[ranks - 1], "collectives: "
