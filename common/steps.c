@@ -4,14 +4,16 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* The file: the step's field, then the MPI call's (steps.h). */
-enum { FIELD = STEPS_FIELD, PAGE = 2 * FIELD };
+/* The file: the step's field, the MPI call's, the count of marks
+ * (steps.h). */
+enum { FIELD = STEPS_FIELD, PAGE = STEPS_PAGE };
 
 static char *page;
 
@@ -38,12 +40,18 @@ void steps_open(int rank)
     close(fd);
 }
 
+static uint64_t moves;
+
+/* A mark: its field, then the count, which a reader compares only with
+ * what it read before (a torn read of it is a move, at worst). */
 static void write_field(char *field, const char *text)
 {
     char line[FIELD] = { 0 };
     if (text != NULL)
         snprintf(line, sizeof line, "%s\n", text);
     memcpy(field, line, FIELD);
+    moves++;
+    memcpy(page + STEPS_MOVES, &moves, sizeof moves);
 }
 
 /* The step last entered, for messages of given code (steps_current). */

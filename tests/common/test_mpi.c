@@ -797,9 +797,14 @@ static bool probe_still_running(void)
 
 START_TEST(deadlock_is_described_and_cleaned_up)
 {
-    run_result r = run_probe("--hang", 10);
+    run_result r = run_probe("--hang", 30);
     ck_assert_msg(r.timed_out, "the hanging probe was not reported as timed "
                   "out: exit %d, stderr %s", r.exit_status, r.err);
+    /* Every rank inside an MPI call, none moving on: stopped as a
+     * deadlock, not at the time limit (mpirun's own is 27 s). */
+    ck_assert_msg(r.stalled_s > 0, "the hanging probe (every rank inside an "
+                  "MPI call) was not stopped as a deadlock but at the time "
+                  "limit, after %.1f s", r.seconds);
     ck_assert_msg(r.where != NULL &&
                   strstr(r.where, "rank 0: probe: waiting forever, inside "
                          "MPI_Recv") != NULL &&
@@ -808,8 +813,9 @@ START_TEST(deadlock_is_described_and_cleaned_up)
                   "where the ranks were: %s", r.where ? r.where : "(none)");
     ck_assert_msg(!probe_still_running(), "a rank of the probe outlived the "
                   "time limit");
-    /* mpirun's own time limit ends the ranks and removes their files; the
-     * harness only counts what is left in the run's own folder. */
+    /* The harness's stop ends mpirun, which ends the ranks and removes
+     * their files; the harness only counts what is left in the run's own
+     * folder. */
     ck_assert_msg(r.leftovers == 0, "the stopped run left %d shared-memory "
                   "files behind", r.leftovers);
     run_result_free(&r);
@@ -882,7 +888,7 @@ Suite *lesson_suite(void)
     harness_add(suite, "train: tiny MNIST files and FIFOs refused",
                 train_checks_mnist_files, 0, 50);
     harness_add(suite, "deadlock: each rank's step named, nothing left behind",
-                deadlock_is_described_and_cleaned_up, 0, 30);
+                deadlock_is_described_and_cleaned_up, 0, 40);
     harness_add(suite, "killed run: no process or shared-memory file survives",
                 killed_run_is_cleaned_up, 0, 30);
     return suite;

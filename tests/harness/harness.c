@@ -773,8 +773,42 @@ static void waiter_kill_keeper(int signal)
         kill(waiter_keeper, SIGKILL);
 }
 
-run_result harness_run(char *const argv[], char *const env[],
-                       double timeout_s)
+/* An MPI run's steps files, watched for a deadlock (harness_run_mpi). */
+typedef struct {
+    const char *dir;
+    int ranks;
+    uint64_t *moves;    /* each rank's count when last read */
+    double since;       /* when a count last moved, or a rank was outside
+                           MPI */
+} stall_watch;
+
+static void read_steps(const char *path, char *step, char *call, size_t len,
+                       uint64_t *moves);
+
+/* Whether every rank has sat inside an MPI call, none moving on, for
+ * HARNESS_STALL_S (steps.h). */
+static bool stalled(stall_watch *watch)
+{
+    bool still = true;
+    for (int r = 0; r < watch->ranks; r++) {
+        char path[PATH_MAX], step[STEPS_FIELD], call[STEPS_FIELD];
+        uint64_t moves = 0;
+        path_of(path, "%s/rank-%d", watch->dir, r);
+        read_steps(path, step, call, sizeof step, &moves);
+        if (call[0] == '\0' || moves != watch->moves[r])
+            still = false;
+        watch->moves[r] = moves;
+    }
+    double now = timer_now();
+    if (!still)
+        watch->since = now;
+    return now - watch->since >= HARNESS_STALL_S;
+}
+
+/* harness_run, and for an MPI run with `watch`, stopped early when it
+ * stalls. */
+static run_result run_watched(char *const argv[], char *const env[],
+                              double timeout_s, stall_watch *watch)
 {
     run_result result = { 0 };
     /* Output goes to unnamed temporary files, not pipes: a child that writes
@@ -843,12 +877,22 @@ run_result harness_run(char *const argv[], char *const env[],
     }
     close(report_pipe[1]);
     char isolation = 0;
+    double looked = start;
+    if (watch != NULL)
+        watch->since = start;
     for (;;) {
         bool done = waitpid(waiter, &status, WNOHANG) == waiter;
         if (done)
             break;
-        if (timer_now() - start > timeout_s) {
+        bool stall = false;
+        if (watch != NULL && timer_now() - looked >= 0.2) {
+            looked = timer_now();
+            stall = stalled(watch);
+        }
+        if (stall || timer_now() - start > timeout_s) {
             result.timed_out = true;
+            if (stall)
+                result.stalled_s = HARNESS_STALL_S;
             /* The waiter's process group holds the keeper, which passes
              * the first signal on; killing the keeper ends its namespace.
              * Without a namespace the program's session is swept too. */
@@ -913,6 +957,12 @@ run_result harness_run(char *const argv[], char *const env[],
     return result;
 }
 
+run_result harness_run(char *const argv[], char *const env[],
+                       double timeout_s)
+{
+    return run_watched(argv, env, timeout_s, NULL);
+}
+
 void run_result_free(run_result *result)
 {
     free(result->out);
@@ -939,12 +989,13 @@ const char *harness_program(const char *lesson, const char *program)
     return path;
 }
 
-/* Reads a steps file (two NUL-padded lines: step, MPI call); see
- * common/steps.h. */
-static void read_steps(const char *path, char *step, char *call, size_t len)
+/* Reads a steps file (two NUL-padded lines: step, MPI call; then the count
+ * of marks, into *moves); see common/steps.h. */
+static void read_steps(const char *path, char *step, char *call, size_t len,
+                       uint64_t *moves)
 {
     enum { FIELD = STEPS_FIELD };
-    char page[2 * FIELD] = { 0 };
+    char page[STEPS_PAGE] = { 0 };
     FILE *file = fopen(path, "r");
     step[0] = call[0] = '\0';
     if (file == NULL)
@@ -955,6 +1006,7 @@ static void read_steps(const char *path, char *step, char *call, size_t len)
     snprintf(step, len, "%.*s", (int)strcspn(page, "\n"), page);
     snprintf(call, len, "%.*s", (int)strcspn(page + FIELD, "\n"),
              page + FIELD);
+    memcpy(moves, page + STEPS_MOVES, sizeof *moves);
 }
 
 /* "rank 0: TODO 4: assemble y, inside MPI_Allgatherv; rank 1: ...", from
@@ -967,8 +1019,9 @@ static char *describe_steps(const char *dir, int ranks)
     text[0] = '\0';
     for (int r = 0; r < ranks; r++) {
         char path[PATH_MAX], step[STEPS_FIELD], call[STEPS_FIELD];
+        uint64_t moves;
         path_of(path, "%s/rank-%d", dir, r);
-        read_steps(path, step, call, sizeof step);
+        read_steps(path, step, call, sizeof step, &moves);
         used += (size_t)snprintf(text + used, cap - used, "%srank %d: %s%s%s",
                                  r ? "; " : "", r,
                                  step[0] ? step : "(no step reported)",
@@ -1231,7 +1284,12 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
         append_word(mpi_env, &env_count, MAX_ENV, env[k], settings);
     mpi_env[env_count] = NULL;
 
-    run_result result = harness_run(argv, mpi_env, timeout_s);
+    enum { MOST_WATCHED = 64 };
+    uint64_t moves[MOST_WATCHED] = { 0 };
+    stall_watch watch = { steps_dir, ranks, moves, 0 };
+    run_result result = run_watched(argv, mpi_env, timeout_s,
+                                    ranks <= MOST_WATCHED ? &watch
+                                                                : NULL);
     free(launcher);
     /* Open MPI's mpirun ends a run at its --timeout with a non-zero exit
      * and this message. */
@@ -1647,6 +1705,11 @@ void harness_expect_success(const run_result *result, const char *what)
                                        : "crashed",
                      corrupted, result->where ? " Where each rank was: " : "",
                      result->where ? result->where : "");
+    if (result->timed_out && result->stalled_s > 0 && result->where != NULL)
+        ck_abort_msg("no answer from %s in %.0f s: a deadlock (every rank "
+                     "waited inside an MPI call for %.0f s, none moving on). "
+                     "Where each rank was: %s", what, result->seconds,
+                     result->stalled_s, result->where);
     if (result->timed_out && result->where != NULL)
         ck_abort_msg("no answer from %s in %.0f s: probably a deadlock (every "
                      "rank waiting for another). Where each rank was: %s",

@@ -78,7 +78,11 @@ void harness_add_exit(Suite *suite, const char *name, const TTest *test,
 
 typedef struct {
     bool started;      /* false when the program could not be run at all */
-    bool timed_out;    /* killed at the time limit */
+    bool timed_out;    /* killed at the time limit, or (MPI runs) stopped
+                          early as a deadlock: see stalled_s */
+    double stalled_s;  /* MPI runs stopped early: every rank sat inside an
+                          MPI call, none moving on, for this long
+                          (HARNESS_STALL_S); else 0 */
     int exit_status;   /* when it exited by itself */
     int signal;        /* when a signal ended it, else 0 */
     double seconds;
@@ -132,9 +136,15 @@ const char *harness_program(const char *lesson, const char *program);
  * time limit a little below the harness's, so that mpirun cleans up its ranks
  * itself. `args` is NULL-terminated, may be NULL. Each rank reports its steps
  * (common/steps.h) into a fresh folder; if the run times out, result.where
- * says where every rank was. Open MPI's shared-memory files go to the same
+ * says where every rank was. A run whose every rank sits inside an MPI call
+ * with none moving on (no step entered, no call entered or left) for
+ * HARNESS_STALL_S is stopped then, as a deadlock, not at the time limit:
+ * nothing but the MPI library runs in such a run, and the longest single
+ * call of these lessons' tests takes well under a second even with four
+ * ranks on two busy cores, so six seconds of no move is no slow program. Open MPI's shared-memory files go to the same
  * folder; any that the ranks leave behind are counted in result.leftovers
  * and removed. */
+#define HARNESS_STALL_S 6.0
 run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            char *const args[], char *const env[],
                            double timeout_s);
