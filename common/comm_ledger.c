@@ -1,11 +1,5 @@
 /* The communication ledger, on MPI's profiling interface. */
-/* nanosleep; and the calling thread's stack (pthread_getattr_np, glibc's,
- * or pthread_get_stackaddr_np, macOS's) */
-#if defined(__APPLE__)
-#define _DARWIN_C_SOURCE
-#else
-#define _GNU_SOURCE
-#endif
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "comm_ledger.h"
 
 #include <pthread.h>
@@ -18,6 +12,7 @@
 #include <mpi.h>
 
 #include "device.h"
+#include "stack.h"
 #include "steps.h"
 #include "timer.h"
 
@@ -171,7 +166,8 @@ static uint64_t others(const int counts[], int size, int except,
  * small one); changed, the program stops, naming the call.
  * Its buffers, send and receive, must not die either: MPI writes a receive
  * buffer until the request completes, over whatever then uses that memory.
- * A buffer on the stack of the thread that calls MPI is kept by address;
+ * A buffer on the stack of the thread that starts the call (stack.h) is
+ * kept by address;
  * at each later MPI call and at the completion, one that lies below the
  * frame of the call now running was in a frame that has returned (the
  * frames of the functions still running are all above it), and the
@@ -186,6 +182,7 @@ typedef struct {
     const unsigned char *sent;   /* the send buffer, NULL where none */
     uint64_t sent_bytes, sent_sample;
     int stacked;                 /* buffers on the stack, at most 2 */
+    pthread_t stacked_thread;    /* whose stack */
     uintptr_t stacked_at[STACKED_MAX];
     const char *stacked_name[STACKED_MAX];  /* "send", "receive" */
 } kept_arguments;
@@ -224,44 +221,6 @@ static void keep_send_buffer(const void *buffer, int count, MPI_Datatype type)
     entered_kept.sent_bytes = (uint64_t)size * (uint64_t)count;
 }
 
-/* The stack of the thread that calls MPI, [stack_low, stack_high): found
- * when it calls MPI_Init (only that thread calls MPI in these lessons),
- * before the boundary that a graded program enters hides /proc, which
- * glibc reads for it, or else at the first non-blocking call; where the
- * system cannot say, no buffer is taken for a stack one. */
-static bool stack_found;
-static pthread_t stack_thread;
-static uintptr_t stack_low, stack_high;
-
-static void find_stack(void)
-{
-    stack_found = true;
-    stack_thread = pthread_self();
-#if defined(__APPLE__)
-    stack_high = (uintptr_t)pthread_get_stackaddr_np(stack_thread);
-    stack_low = stack_high - pthread_get_stacksize_np(stack_thread);
-#elif defined(__GLIBC__)
-    pthread_attr_t attributes;
-    void *low = NULL;
-    size_t size = 0;
-    if (pthread_getattr_np(stack_thread, &attributes) != 0)
-        return;
-    if (pthread_attr_getstack(&attributes, &low, &size) == 0) {
-        stack_low = (uintptr_t)low;
-        stack_high = stack_low + size;
-    }
-    pthread_attr_destroy(&attributes);
-#endif
-}
-
-static bool on_the_stack(uintptr_t address)
-{
-    if (!stack_found)
-        find_stack();
-    return pthread_equal(stack_thread, pthread_self()) &&
-           address >= stack_low && address < stack_high;
-}
-
 /* Before a non-blocking call: its send and receive buffers (NULL where it
  * has none on this rank) that lie on the stack, kept with its request. */
 static void keep_stacked(const void *sent, const void *received)
@@ -270,7 +229,8 @@ static void keep_stacked(const void *sent, const void *received)
     const char *names[STACKED_MAX] = { "send", "receive" };
     for (int k = 0; k < STACKED_MAX; k++)
         if (buffers[k] != NULL && buffers[k] != MPI_IN_PLACE &&
-            on_the_stack((uintptr_t)buffers[k])) {
+            stack_holds(buffers[k])) {
+            entered_kept.stacked_thread = pthread_self();
             int at = entered_kept.stacked++;
             entered_kept.stacked_at[at] = (uintptr_t)buffers[k];
             entered_kept.stacked_name[at] = names[k];
@@ -386,7 +346,7 @@ static void check_frame(call_kind kind, const kept_arguments *kept,
 {
     for (int k = 0; k < kept->stacked; k++) {
         if (kept->stacked_at[k] >= live_from ||
-            !pthread_equal(stack_thread, pthread_self()))
+            !pthread_equal(kept->stacked_thread, pthread_self()))
             continue;
         fprintf(stderr, "comm ledger: rank %d: the %s buffer given to %s "
                 "lies in the stack frame of a function that has returned, "
@@ -522,15 +482,14 @@ size_t comm_ledger_open_requests_of(const char *call, uint64_t *received)
     return count;
 }
 
-/* ---- starting MPI: the thread that will call it ----
- * (MPI_Init_thread is left to MPI: lesson 03's driver defines its own,
- * and a program started by it finds its stack at its first non-blocking
- * call instead.) */
+/* ---- starting MPI: the stack of the thread that will call it ----
+ * (stack.h: before a boundary hides what glibc reads for it. Lesson 03's
+ * driver defines MPI_Init_thread itself, and calls stack_find_main.) */
 
 int MPI_Init(int *argc, char ***argv)
 {
     int result = PMPI_Init(argc, argv);
-    find_stack();
+    stack_find_main();
     return result;
 }
 

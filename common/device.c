@@ -52,6 +52,7 @@
 
 #include "device_cuda.h"
 #include "signal_chain.h"
+#include "stack.h"
 #include "timer.h"
 
 #include <errno.h>
@@ -307,6 +308,13 @@ void device_name_host_code(const char *where)
         atomic_store(&code_of_opener, where);
 }
 
+/* The host code running now, as given code named it: this thread's, or
+ * (on a thread of its, an OpenMP worker's) the opener's; NULL if none. */
+static const char *host_code_now(void)
+{
+    return code_here != NULL ? code_here : atomic_load(&code_of_opener);
+}
+
 /* What the line says was touched: the block (and where in it), the books,
  * or memory of the arena that no block holds. */
 static void describe_touch(uintptr_t at, char *what, size_t len)
@@ -339,8 +347,7 @@ static void exit_on_device_touch(int signal_number, siginfo_t *info,
               signal_number, info, context);
         return;
     }
-    const char *where = code_here != NULL ? code_here
-                                          : atomic_load(&code_of_opener);
+    const char *where = host_code_now();
     char rank[32] = "", what[192], line[1024];
     if (device.rank >= 0)
         snprintf(rank, sizeof rank, "rank %d: ", device.rank);
@@ -600,6 +607,9 @@ int device_open(const char *backend, size_t capacity, int rank, char *error,
                  "process): device_close it first");
         return -1;
     }
+    /* Before a boundary: the messages on a device_copy that is a local
+     * variable need to know the main thread's stack. */
+    stack_find_main();
     device_backend chosen;
     if (backend != NULL && strcmp(backend, "cpu") == 0) {
         chosen = DEVICE_CPU;
@@ -877,10 +887,12 @@ static int check_host_range(const char *function, const char *which,
             return 0;
         snprintf(error, error_len, "%s: %s, %zu bytes from byte %zu of a "
                  "host block of %zu bytes (device_host_alloc), runs %zu "
-                 "bytes past its end: check the offset and the count%s%s%s",
+                 "bytes past its end: check the offset and the count, and "
+                 "the size the block was allocated with%s%s%s",
                  function, which, bytes, offset, b->bytes,
-                 bytes - (b->bytes - offset), code_here ? " (in " : "",
-                 code_here ? code_here : "", code_here ? ")" : "");
+                 bytes - (b->bytes - offset), host_code_now() ? " (in " : "",
+                 host_code_now() ? host_code_now() : "",
+                 host_code_now() ? ")" : "");
         return -1;
     }
     return 0;
@@ -1092,11 +1104,27 @@ static int copy_async(const char *function, void *dst, const void *src,
     }
     lock();
     const pending_copy *already = pending_record(copy);
+    const char *where = host_code_now();
+    if (already != NULL && stack_holds(copy)) {
+        snprintf(error, error_len, "%s: this device_copy is a local "
+                 "variable, at the place on the stack where an earlier "
+                 "call's was, and that call's copy (%zu bytes %s) is still "
+                 "pending there: a copy stays pending until its "
+                 "device_wait, so its device_copy must live as long, in "
+                 "the state your code keeps (the one it gives for this "
+                 "copy), not on the stack of a function that returns "
+                 "before the wait%s%s%s", function, already->bytes,
+                 already->to_device ? "to the device" : "to the host",
+                 where ? " (in " : "", where ? where : "", where ? ")" : "");
+        unlock();
+        return -1;
+    }
     if (already != NULL) {
         snprintf(error, error_len, "%s: this device_copy is pending already "
                  "(%zu bytes %s): device_wait for it before starting another "
-                 "with it", function, already->bytes,
-                 already->to_device ? "to the device" : "to the host");
+                 "with it%s%s%s", function, already->bytes,
+                 already->to_device ? "to the device" : "to the host",
+                 where ? " (in " : "", where ? where : "", where ? ")" : "");
         unlock();
         return -1;
     }
@@ -1180,8 +1208,14 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
     pending_copy *record = pending_record(copy);
     if (record == NULL) {
         unlock();
+        const char *where = host_code_now();
         snprintf(error, error_len, "device_wait: this copy is not pending "
-                 "(never started, or waited for already)");
+                 "(never started, or waited for already)%s%s%s%s",
+                 device.pending_count > 0 ? ", while other copies are: a "
+                 "copy is waited for with the device_copy it was started "
+                 "with, not another (a local variable of the function that "
+                 "started it, say, which died with it)" : "",
+                 where ? " (in " : "", where ? where : "", where ? ")" : "");
         return -1;
     }
     check_unchanged(copy, record);

@@ -57,6 +57,11 @@
 
 typedef enum { DEVICE_CPU, DEVICE_CUDA } device_backend;
 
+/* Room enough for any error line the functions below write into `error`
+ * (a line that names a copy's two ends, its block and the code that
+ * started it runs to a few hundred bytes). */
+enum { DEVICE_ERROR_LEN = 768 };
+
 /* Opens the device: `backend` by name ("cpu" or "cuda"), with `capacity`
  * bytes of memory (the ledger's cap from now on, on the device's
  * categories; cuda: at most this much of the GPU's, or

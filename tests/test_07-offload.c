@@ -1191,7 +1191,8 @@ static void expect_traffic(const char *report, const training_reference *ref,
 static const char *const todo_hint =
     "TODOs 4-5: each layer's own part down after your stage 2 "
     "reduce-scatter, device_wait before the update reads it, your CPU "
-    "Adam with step + 1 and scale 1/P, the slice up, then the allgather "
+    "Adam with offload_adam_step(o, step) (the loop's step as it is: it "
+    "adds AdamW's 1 itself), the slice up, then the allgather "
     "(if the cpu_adam tests fail, TODOs 1-2 first: a wrong CPU Adam shows "
     "here too)";
 

@@ -34,6 +34,7 @@
 #include "partition.h"
 #include "reference.h"
 #include "report.h"
+#include "stack.h"
 #include "steps.h"
 #include "timer.h"
 
@@ -63,6 +64,7 @@ static int pretend_rank(void)
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int status = PMPI_Init_thread(argc, argv, required, provided);
+    stack_find_main(); /* as the communication ledger's MPI_Init does */
     int rank = -1, target = pretend_rank();
     if (status == MPI_SUCCESS && target >= 0 &&
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS &&

@@ -13,6 +13,7 @@
 #include "memory_ledger.h"
 #include "optimizer.h"
 #include "partition.h"
+#include "steps.h"
 #include "zero.h"
 #include "zero_stages.h"
 
@@ -133,23 +134,38 @@ int zero_allocate(zero_state *z)
     }
 }
 
+/* Each hook marks the step (common/steps.h) as it calls your function, and
+ * again when it hands what your function gave to forward or backward: a
+ * crash or a hang there names the TODO whose result was being used. */
+
 const bf16 *zero_forward_params(zero_state *z, int layer)
 {
     /* Stages 0-2 hold every parameter where it lies in the flat buffer. */
     if (z->stage < 3)
         return z->params + z->layers[layer].begin;
-    if (!z->prefetch)
-        return stage3_gather(z, layer);
-    const bf16 *params = stage3_prefetched(z, layer, layer + 1);
+    const bf16 *params;
+    if (!z->prefetch) {
+        steps_enter("TODO 4: stage3_gather, for forward");
+        params = stage3_gather(z, layer);
+        steps_enter("forward, on the parameters stage3_gather gave (TODO 4)");
+        return params;
+    }
+    steps_enter("TODO 5: stage3_prefetched, for forward");
+    params = stage3_prefetched(z, layer, layer + 1);
     comm_ledger_overwrite_dead_frames();
     observe_prefetch(z, layer, layer + 1);
+    steps_enter("forward, on the parameters stage3_prefetched gave "
+                "(TODO 5)");
     return params;
 }
 
 void zero_forward_done(zero_state *z, int layer)
 {
-    if (z->stage == 3)
+    if (z->stage == 3) {
+        steps_enter("TODO 4: stage3_release");
         stage3_release(z, layer);
+        steps_enter(ZERO_HOOKS_STEP);
+    }
 }
 
 const bf16 *zero_backward_params(zero_state *z, int layer, bf16 **grads)
@@ -160,28 +176,43 @@ const bf16 *zero_backward_params(zero_state *z, int layer, bf16 **grads)
         return z->params + begin;
     }
     if (z->stage == 2) {
+        steps_enter("TODO 3: stage2_bucket");
         *grads = stage2_bucket(z, layer);
+        steps_enter("backward, into the gradient buffer stage2_bucket gave "
+                    "(TODO 3)");
         return z->params + begin;
     }
     /* Backward goes down the layers: the next one to prefetch is l-1. */
     const bf16 *params;
     if (z->prefetch) {
+        steps_enter("TODO 5: stage3_prefetched, for backward");
         params = stage3_prefetched(z, layer, layer - 1);
         comm_ledger_overwrite_dead_frames();
         observe_prefetch(z, layer, layer - 1);
     } else {
+        steps_enter("TODO 4: stage3_gather, for backward");
         params = stage3_gather(z, layer);
     }
+    steps_enter("TODO 3: stage2_bucket");
     *grads = stage2_bucket(z, layer);
+    steps_enter(z->prefetch ? "backward, on what stage3_prefetched and "
+                              "stage2_bucket gave (TODOs 3, 5)"
+                            : "backward, on what stage3_gather and "
+                              "stage2_bucket gave (TODOs 3-4)");
     return params;
 }
 
 void zero_backward_done(zero_state *z, int layer)
 {
-    if (z->stage == 2)
+    if (z->stage == 2) {
+        steps_enter("TODO 3: stage2_backward_done");
         stage2_backward_done(z, layer);
-    else if (z->stage == 3)
+    } else if (z->stage == 3) {
+        steps_enter("TODO 4: stage3_backward_done");
         stage3_backward_done(z, layer);
+    }
+    if (z->stage >= 2)
+        steps_enter(ZERO_HOOKS_STEP);
 }
 
 void zero_reduce(zero_state *z)
@@ -189,16 +220,29 @@ void zero_reduce(zero_state *z)
     /* Stages 2 and 3 reduced each layer's gradient as backward made it. */
     if (z->stage == 0)
         stage0_reduce(z);
-    else if (z->stage == 1)
+    else if (z->stage == 1) {
+        steps_enter("TODO 2: stage1_reduce");
         stage1_reduce(z);
+    }
 }
 
 void zero_update(zero_state *z, long step)
 {
     switch (z->stage) {
-    case 0: stage0_update(z, step); break;
-    case 1: stage1_update(z, step); break;
-    case 2: stage2_update(z, step); break;
-    default: stage3_update(z, step); break;
+    case 0:
+        stage0_update(z, step);
+        break;
+    case 1:
+        steps_enter("TODO 2: stage1_update");
+        stage1_update(z, step);
+        break;
+    case 2:
+        steps_enter("TODO 3: stage2_update");
+        stage2_update(z, step);
+        break;
+    default:
+        steps_enter("TODO 4: stage3_update");
+        stage3_update(z, step);
+        break;
     }
 }

@@ -23,6 +23,10 @@ static inline float mean_of(const zero_state *z)
     return 1.0f / (float)z->ranks;
 }
 
+/* The step forward and backward are marked with (common/steps.h) outside
+ * your functions; inside each, the hooks mark its TODO and name. */
+#define ZERO_HOOKS_STEP "forward and backward (zero.c's layer hooks)"
+
 /* Stages 1-3 (zero.c): the TODOs. */
 int stage1_allocate(zero_state *z);
 void stage1_reduce(zero_state *z);

@@ -398,7 +398,7 @@ static const float *parameters(void *context)
         return t->widened;
     }
     const bf16 *device_params = t->offload.device_params;
-    char error[256] = "";
+    char error[DEVICE_ERROR_LEN] = "";
     bf16 *host = malloc((count ? count : 1) * sizeof *host);
     t->widened = malloc((count ? count : 1) * sizeof *t->widened);
     if (host == NULL || t->widened == NULL ||
@@ -706,7 +706,7 @@ int main(int argc, char **argv)
     train_data_free(&train_set);
     if (c.no_offload)
         device_access_end();
-    char close_error[256];
+    char close_error[DEVICE_ERROR_LEN];
     if (device_close(close_error, sizeof close_error) != 0)
         fprintf(stderr, "train_offload: rank %d: %s\n", c.rank, close_error);
     MPI_CHECK(MPI_Finalize());

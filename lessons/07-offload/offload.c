@@ -65,7 +65,7 @@ static void send_tile_up(void *context, size_t begin, size_t end)
      * the device's parameters at the slice's place, with the tile's own
      * device_copy (o->params_up[begin / CPU_ADAM_TILE]). This runs on
      * the CPU Adam's threads: stop with offload_fail on an error, from a
-     * buffer of your own. */
+     * buffer of your own (char error[DEVICE_ERROR_LEN]). */
     NOT_DONE();
     /* TODO 5 end */
 }
@@ -115,8 +115,9 @@ void offload_update(offload_state *o, long step)
         NOT_DONE();
     /* TODO 6 end */
     /* TODO 5 start: update the slice with your CPU Adam
-     * (offload_adam_step gives its settings), sending each tile up as it
-     * finishes (send_tile_up); wait for every tile's copy; gather. */
+     * (offload_adam_step(o, step) gives its settings: pass the step as it
+     * is), sending each tile up as it finishes (send_tile_up); wait for
+     * every tile's copy; gather. */
     /* TODO 5 end */
 }
 

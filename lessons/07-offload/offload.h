@@ -98,7 +98,7 @@ typedef struct {
     int update_set;           /* the host_grads it reads */
     bool update_pending;      /* its parameters not yet up */
 
-    char error[256];          /* for the device layer's error lines */
+    char error[DEVICE_ERROR_LEN]; /* for the device layer's error lines */
 } offload_state;
 
 /* ---- Yours (offload.c) ---- */
@@ -118,7 +118,9 @@ void offload_backward_done(offload_state *o, int layer);
 
 /* TODO 5 (and 6). After the whole backward pass: wait for the gradients
  * still on their way, update this rank's slice on the host with your CPU
- * Adam (step + 1 for AdamW's bias correction, scale 1/P), send each tile's
+ * Adam (offload_adam_step(o, step) gives its settings: pass the loop's
+ * step as it is, it adds the 1 of AdamW's bias correction and the scale
+ * 1/P itself), send each tile's
  * new bf16 parameters up as soon as it is done, and allgather the
  * parameters on the device. With the delayed update (step >=
  * o->delay_from): run this step's update on o->update_task instead, and
@@ -163,9 +165,10 @@ bf16 *offload_landing(offload_state *o, int layer, int slot);
 /* Layer l's own part: [begin, end), empty when this rank owns none. */
 zero_part offload_own_part(const offload_state *o, int layer);
 
-/* The CPU Adam's settings for update `step` (from 0; AdamW's bias
- * correction counts from 1) of the slice: scale 1/P, the mean of the P
- * ranks' summed gradients. */
+/* The CPU Adam's settings for update `step` of the slice. Pass the loop's
+ * step, which counts from 0, as it is: AdamW's bias correction counts from
+ * 1, and this adds the 1 (pass step + 1 and every update is corrected as
+ * the next one's). Scale 1/P: the mean of the P ranks' summed gradients. */
 cpu_adam_step offload_adam_step(const offload_state *o, long step);
 
 /* Runs task->run(task->context) on a new thread; host_task_wait returns

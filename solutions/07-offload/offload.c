@@ -93,7 +93,7 @@ static void send_tile_up(void *context, size_t begin, size_t end)
 {
     /* TODO 5 start */
     offload_state *o = context;
-    char error[256];
+    char error[DEVICE_ERROR_LEN];
     if (device_copy_to_device_async(
             o->device_params + o->zero.own.begin + begin,
             o->host_params + begin, (end - begin) * sizeof(bf16),
