@@ -603,7 +603,7 @@ endif
 
 # T=N: only the tests of TODO N (scripts/check-todo.sh), for a quick verdict.
 CHECK_TITLE = lesson $($(LESSON_DIR)_TITLE), your files in lessons/$(LESSON_DIR)
-check: ## run one lesson's tests on your files: make check L=01 (T=2: TODO 2's alone)
+check: deps-ready ## run one lesson's tests on your files: make check L=01 (T=2: TODO 2's alone)
 	@test -n "$(L)" || { echo "make check: say which lesson, e.g. make check L=01 (lessons: $(LESSONS))" >&2; exit 2; }
 	@test -n "$(LESSON_DIR)" || { echo "make check: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
 	@if [ -n "$(filter $(LESSON_DIR),$(ZZ_UNBUILT))" ]; then \

@@ -528,6 +528,40 @@ static void print_table(double score, double max_score)
     printf("Score: %g/%g\n", score, max_score);
 }
 
+/* A TODO label's first and last numbers ("1, 3": 1 and 3; "2": 2 and 2). */
+static void todo_numbers(const char *label, long *first, long *last)
+{
+    *first = *last = 0;
+    bool any = false;
+    for (const char *at = label; *at != '\0';) {
+        if (*at >= '0' && *at <= '9') {
+            char *end;
+            long number = strtol(at, &end, 10);
+            if (!any)
+                *first = number;
+            *last = number;
+            any = true;
+            at = end;
+        } else {
+            at++;
+        }
+    }
+}
+
+/* Whether label a goes before label b: by the last TODO a test needs, then
+ * the one that needs the fewer earlier TODOs ("2" before "1-2"). */
+static bool todo_before(const char *a, const char *b)
+{
+    long a_first, a_last, b_first, b_last;
+    todo_numbers(a, &a_first, &a_last);
+    todo_numbers(b, &b_first, &b_last);
+    if (a_last != b_last)
+        return a_last < b_last;
+    if (a_first != b_first)
+        return a_first > b_first;
+    return strcmp(a, b) < 0;
+}
+
 /* make progress: one line per lesson and TODO. A TODO is done when all its
  * tests pass, not started when none passes and one still meets NOT_DONE(),
  * and failing otherwise. */
@@ -547,13 +581,27 @@ static void print_progress(void)
             k = end;
             continue;
         }
-        /* TODOs in the order they first appear in the manifest. */
+        /* Each TODO label once, in the lesson's order: TODO N, then the
+         * tests that need TODOs up to N ("1-2", "1, 2") before TODO N+1's,
+         * as make check T=N groups them. */
+        int order[MAX_TESTS], labels = 0;
         for (int first = k; first < end; first++) {
             bool seen = false;
-            for (int j = k; j < first && !seen; j++)
-                seen = strcmp(tests[j].todo, tests[first].todo) == 0;
-            if (seen)
-                continue;
+            for (int j = 0; j < labels && !seen; j++)
+                seen = strcmp(tests[order[j]].todo, tests[first].todo) == 0;
+            if (!seen)
+                order[labels++] = first;
+        }
+        for (int a = 1; a < labels; a++)
+            for (int b = a; b > 0 && todo_before(tests[order[b]].todo,
+                                                 tests[order[b - 1]].todo);
+                 b--) {
+                int swap = order[b];
+                order[b] = order[b - 1];
+                order[b - 1] = swap;
+            }
+        for (int label = 0; label < labels; label++) {
+            const int first = order[label];
             int count = 0, passed = 0, not_started = 0, skipped = 0;
             const test *example = NULL;
             for (int j = first; j < end; j++) {
