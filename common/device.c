@@ -1104,26 +1104,21 @@ static int copy_async(const char *function, void *dst, const void *src,
     }
     lock();
     const pending_copy *already = pending_record(copy);
-    const char *where = host_code_now();
-    if (already != NULL && stack_holds(copy)) {
-        snprintf(error, error_len, "%s: this device_copy is a local "
-                 "variable, at the place on the stack where an earlier "
-                 "call's was, and that call's copy (%zu bytes %s) is still "
-                 "pending there: a copy stays pending until its "
-                 "device_wait, so its device_copy must live as long, in "
-                 "the state your code keeps (the one it gives for this "
-                 "copy), not on the stack of a function that returns "
-                 "before the wait%s%s%s", function, already->bytes,
-                 already->to_device ? "to the device" : "to the host",
-                 where ? " (in " : "", where ? where : "", where ? ")" : "");
-        unlock();
-        return -1;
-    }
     if (already != NULL) {
+        /* A device_copy on the stack may be a new call's local variable
+         * where the last call's pending copy still is: say so. */
+        const char *where = host_code_now();
         snprintf(error, error_len, "%s: this device_copy is pending already "
                  "(%zu bytes %s): device_wait for it before starting another "
-                 "with it%s%s%s", function, already->bytes,
+                 "with it%s%s%s%s", function, already->bytes,
                  already->to_device ? "to the device" : "to the host",
+                 stack_holds(copy) ? ". It is a local variable: if the "
+                 "function that started that copy has returned since, its "
+                 "copy is still pending at this place on the stack and "
+                 "nothing can wait for it. A copy's device_copy must live "
+                 "until its device_wait, in the state your code keeps, not "
+                 "on the stack of a function that returns before the wait"
+                 : "",
                  where ? " (in " : "", where ? where : "", where ? ")" : "");
         unlock();
         return -1;

@@ -26,7 +26,7 @@
 /* Prints "train_offload: rank R: WHY" and ends the job (every rank). */
 _Noreturn void offload_fail(const offload_state *o, const char *why)
 {
-    char message[600];
+    char message[DEVICE_ERROR_LEN + 64];
     snprintf(message, sizeof message, "train_offload: rank %d: %s",
              o->zero.rank, why);
     mpi_abort_exit(message);
@@ -44,7 +44,7 @@ void offload_check_alloc(offload_state *o, const void *block)
     /* The ledger's line names the rank already (device_open gave it). */
     if (block != NULL)
         return;
-    char message[600];
+    char message[DEVICE_ERROR_LEN + 64];
     snprintf(message, sizeof message, "train_offload: %s",
              memory_ledger_last_error());
     mpi_abort_exit(message);

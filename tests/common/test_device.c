@@ -436,15 +436,36 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
      * stays as it was and lands at the wait. */
     ck_assert(device_copy_to_device_async(block, host, 256, &copy, error,
                                           sizeof error) == 0);
+    char long_error[DEVICE_ERROR_LEN] = "";
     ck_assert(device_copy_to_device_async(block, host + 128, 64, &copy,
-                                          error, sizeof error) == -1);
-    ck_assert_str_eq(error, "device_copy_to_device_async: this device_copy "
-                     "is pending already (256 bytes to the device): "
-                     "device_wait for it before starting another with it");
+                                          long_error, sizeof long_error)
+              == -1);
+    /* `copy` is a local variable here: the line says what that may mean. */
+    ck_assert_str_eq(long_error, "device_copy_to_device_async: this "
+                     "device_copy is pending already (256 bytes to the "
+                     "device): device_wait for it before starting another "
+                     "with it. It is a local variable: if the function "
+                     "that started that copy has returned since, its copy "
+                     "is still pending at this place on the stack and "
+                     "nothing can wait for it. A copy's device_copy must "
+                     "live until its device_wait, in the state your code "
+                     "keeps, not on the stack of a function that returns "
+                     "before the wait");
     ck_assert(device_copy_to_host_async(host, block, 64, &copy, error,
                                         sizeof error) == -1);
     ck_assert_uint_eq(device_pending_copies(), 1);
     expect_traffic(256, 0, 1, 0, "after one copy and two refused");
+    /* One that is no local variable: the line says only that it is
+     * pending. */
+    static device_copy kept;
+    ck_assert(device_copy_to_device_async(block + 128, host, 8, &kept, error,
+                                          sizeof error) == 0);
+    ck_assert(device_copy_to_device_async(block + 128, host, 8, &kept, error,
+                                          sizeof error) == -1);
+    ck_assert_str_eq(error, "device_copy_to_device_async: this device_copy "
+                     "is pending already (8 bytes to the device): "
+                     "device_wait for it before starting another with it");
+    ck_assert(device_wait(&kept, error, sizeof error) == 0);
     ck_assert(device_wait(&copy, error, sizeof error) == 0);
     device_access_begin();
     ck_assert_uint_eq(first_difference(block, host, 256), 256);
@@ -499,7 +520,7 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
     device_free(short_block);
     ck_assert(device_copy_to_host(host, block + 192, 64, error,
                                   sizeof error) == 0);
-    expect_traffic(256, 64, 1, 1, "after the refused ranges");
+    expect_traffic(256 + 8, 64, 2, 1, "after the refused ranges");
     device_free(block);
     device_host_free(host);
 }
