@@ -1671,7 +1671,7 @@ static const char *mpi_error_meaning(const char *err)
 
 void harness_expect_success(const run_result *result, const char *what)
 {
-    char line[512], heap[256], step[256], name[64];
+    char line[1024], heap[256], step[256], name[64];
     if (!result->started)
         ck_abort_msg("could not start %s: %s", what, result->err);
     if (not_started_line(result->err, line, sizeof line) != NULL)
