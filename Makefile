@@ -621,7 +621,7 @@ watch: ## run a lesson's checks again each time you save: make watch L=01 (T=2: 
 	@test -n "$(LESSON_DIR)" || { echo "make watch: say which lesson, e.g. make watch L=01 (lessons: $(LESSONS))" >&2; exit 2; }
 	@scripts/watch.sh $(LESSON_DIR) $(if $(T),$(call shell_quote,$(T)))
 
-tsan: ## look for data races in your OpenMP code with ThreadSanitizer: make tsan L=03
+tsan: ## look for data races in your threaded code with ThreadSanitizer: make tsan L=03 (or 07, 00)
 	@test -n "$(LESSON_DIR)" || { echo "make tsan: say which lesson, e.g. make tsan L=03 (lessons: $(LESSONS))" >&2; exit 2; }
 	@$(MAKE) --no-print-directory deps-ready DEPS_OPTIONS="$(DEPS_OPTIONS) --clang"
 	@CLANG=$(CLANG) scripts/tsan.sh $(LESSON_DIR) --student

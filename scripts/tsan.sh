@@ -6,6 +6,11 @@
 #   scripts/tsan.sh 03 --overlay DIR    a broken submission: the solutions
 #                                       with DIR's patches (FILE.patch, as in
 #                                       tests/fixtures/), or FILE.skeleton
+#   scripts/tsan.sh 07 --student        another lesson whose code runs
+#                                       threads (lesson.mk's TSAN): its
+#                                       tests, on your files, built as make
+#                                       grade's race pass builds them
+#                                       (make tsan L=07)
 # Builds the lesson's OpenMP driver with clang -fsanitize=thread -fopenmp
 # into build/tsan/LESSON-WHICH/ (the shared library's objects, built the
 # same way, in build/tsan/common/), runs it on small products with 2 and 4
@@ -33,7 +38,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -67,18 +72,24 @@ fi
 # some ten times slower, and a race shows on the first pair of accesses
 # whatever the size. Two threads and four (more than the cores of a small
 # machine, so threads are also switched in the middle of their work).
+# The other lessons whose code runs threads (lesson.mk's TSAN) run their
+# own tests under ThreadSanitizer instead, on your files only, as make
+# grade's race pass does.
+program="" runs=()
 case "$lesson" in
     03-openmp)
         program=openmp
         runs=("--threads 2 --m 203 --n 157 --reps 1"
               "--threads 4 --m 203 --n 157 --reps 1") ;;
     *)
-        if grep -q '^$(LESSON)_TSAN *:= *yes' "lessons/$lesson/lesson.mk"; then
-            echo "tsan: lesson $lesson has no run of its own here (only 03-openmp has); make grade L=${lesson%%-*} runs its tests under ThreadSanitizer" >&2
-        else
-            echo "tsan: lesson $lesson has no ThreadSanitizer run (only 03-openmp has): its code runs no threads of its own" >&2
+        if ! grep -q '^$(LESSON)_TSAN *:= *yes' "lessons/$lesson/lesson.mk"; then
+            echo "tsan: lesson $lesson has no ThreadSanitizer run: its code runs no threads of its own" >&2
+            exit 2
         fi
-        exit 2 ;;
+        if [ "$which" != student ]; then
+            echo "tsan: lesson $lesson: its tests run under ThreadSanitizer on your files (--student, make tsan L=${lesson%%-*}); make test-full runs the solutions' so" >&2
+            exit 2
+        fi ;;
 esac
 
 CLANG=${CLANG:-clang}
@@ -89,6 +100,46 @@ fi
 if [ "$(ulimit -v)" != unlimited ]; then
     echo "tsan: cannot run: ThreadSanitizer reserves terabytes of address space, and this shell allows $(ulimit -v) KiB (ulimit -v); run it where that limit is lifted" >&2
     exit 2
+fi
+
+# llvm-symbolizer turns addresses into file:line; Debian installs it under
+# LLVM's own folder, not always on PATH.
+symbolizer=$(command -v llvm-symbolizer 2>/dev/null ||
+             ls /usr/lib/llvm-*/bin/llvm-symbolizer 2>/dev/null | tail -1)
+
+# A lesson without a run of its own: its tests, built as make grade's race
+# pass builds them (the Makefile's GRADE_SANITIZE=thread, from your files
+# in lessons/), each failing test that ThreadSanitizer stopped quoted.
+if [ -z "$program" ]; then
+    build=build/graded/tsan-student
+    out=build/tsan/$lesson-student
+    rm -rf "$out"
+    mkdir -p "$out" || exit 2
+    echo "ThreadSanitizer on lesson $lesson, your files: its tests ($("$CLANG" --version | head -1), LLVM's OpenMP runtime)"
+    if ! make -s --no-print-directory CC="$CLANG" GRADE_SRC="$PWD/lessons" GRADE_ID=tsan-student \
+            GRADE_SANITIZE=thread "$build/tests/test_$lesson" > "$out/build.log" 2>&1; then
+        if grep -qi "omp.h.*not found\|cannot find -lomp\|unable to find library -lomp" "$out/build.log"; then
+            echo "tsan: cannot run: LLVM's OpenMP runtime is not installed; on Debian or Ubuntu: apt-get install libomp-dev" >&2
+            exit 2
+        fi
+        echo "tsan: lesson $lesson, your files: do not build with $CLANG -fsanitize=thread (make check L=${lesson%%-*} first):" >&2
+        grep -m 5 -i "error" "$out/build.log" >&2
+        echo "(all of it: $out/build.log)" >&2
+        exit 1
+    fi
+    env ZZ_BUILD_DIR="$PWD/$build" OMP_NUM_THREADS=2 \
+        TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}" \
+        "$build/tests/test_$lesson" --title "lesson $lesson, your files, under ThreadSanitizer" \
+        --mode student > "$out/tests.log" 2>&1
+    raced=$(grep "^  \[FAIL\].*ThreadSanitizer: " "$out/tests.log")
+    if [ -n "$raced" ]; then
+        echo "$raced" | sed "s|$PWD/||g" | cut -c1-600
+        echo "FAIL: ThreadSanitizer stopped the tests above at a data race: two threads use the same memory, one of them writing, with nothing ordering them; the place is the line of your code that raced (the whole run: $out/tests.log)"
+        exit 1
+    fi
+    echo "  $(grep -E '^  [0-9]+ passed, [0-9]+ failed' "$out/tests.log" | tail -1 | sed 's/^ *//')"
+    echo "PASS: ThreadSanitizer saw no data race in the tests that ran (any that failed, failed for another reason: make check L=${lesson%%-*} says why)"
+    exit 0
 fi
 
 # The lesson's variables, as the Makefile reads them from lesson.mk.
@@ -195,10 +246,6 @@ if $failed_build; then
     exit 1
 fi
 
-# llvm-symbolizer turns addresses into file:line; Debian installs it under
-# LLVM's own folder, not always on PATH.
-symbolizer=$(command -v llvm-symbolizer 2>/dev/null ||
-             ls /usr/lib/llvm-*/bin/llvm-symbolizer 2>/dev/null | tail -1)
 tsan_options="ignore_noninstrumented_modules=1 halt_on_error=0 exitcode=66 history_size=4"
 [ -n "$symbolizer" ] && tsan_options+=" external_symbolizer_path=$symbolizer"
 
