@@ -102,6 +102,19 @@ if [ "$(ulimit -v)" != unlimited ]; then
     exit 2
 fi
 
+# A build that failed: LLVM's OpenMP runtime missing (status 2), or the
+# code (status 1), with the log's first errors.
+build_failed() {   # build_failed LOG WHAT
+    if grep -qi "omp.h.*not found\|cannot find -lomp\|unable to find library -lomp" "$1"; then
+        echo "tsan: cannot run: LLVM's OpenMP runtime is not installed; on Debian or Ubuntu: apt-get install libomp-dev" >&2
+        exit 2
+    fi
+    echo "tsan: lesson $lesson, $2: does not build with $CLANG -fsanitize=thread:" >&2
+    grep -m 5 -i "error" "$1" >&2
+    echo "(all of it: $1)" >&2
+    exit 1
+}
+
 # llvm-symbolizer turns addresses into file:line; Debian installs it under
 # LLVM's own folder, not always on PATH.
 symbolizer=$(command -v llvm-symbolizer 2>/dev/null ||
@@ -118,14 +131,7 @@ if [ -z "$program" ]; then
     echo "ThreadSanitizer on lesson $lesson, your files: its tests ($("$CLANG" --version | head -1), LLVM's OpenMP runtime)"
     if ! make -s --no-print-directory CC="$CLANG" GRADE_SRC="$PWD/lessons" GRADE_ID=tsan-student \
             GRADE_SANITIZE=thread "$build/tests/test_$lesson" > "$out/build.log" 2>&1; then
-        if grep -qi "omp.h.*not found\|cannot find -lomp\|unable to find library -lomp" "$out/build.log"; then
-            echo "tsan: cannot run: LLVM's OpenMP runtime is not installed; on Debian or Ubuntu: apt-get install libomp-dev" >&2
-            exit 2
-        fi
-        echo "tsan: lesson $lesson, your files: do not build with $CLANG -fsanitize=thread (make check L=${lesson%%-*} first):" >&2
-        grep -m 5 -i "error" "$out/build.log" >&2
-        echo "(all of it: $out/build.log)" >&2
-        exit 1
+        build_failed "$out/build.log" "your files (make check L=${lesson%%-*} first)"
     fi
     env ZZ_BUILD_DIR="$PWD/$build" OMP_NUM_THREADS=2 \
         TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}" \
@@ -236,14 +242,7 @@ if ! $failed_build; then
         failed_build=true
 fi
 if $failed_build; then
-    if grep -qi "omp.h.*not found\|cannot find -lomp\|unable to find library -lomp" "$build_log"; then
-        echo "tsan: cannot run: LLVM's OpenMP runtime is not installed; on Debian or Ubuntu: apt-get install libomp-dev" >&2
-        exit 2
-    fi
-    echo "tsan: lesson $lesson, $what: does not build with $CLANG -fsanitize=thread:" >&2
-    grep -m 5 -i "error" "$build_log" >&2
-    echo "(all of it: $build_log)" >&2
-    exit 1
+    build_failed "$build_log" "$what"
 fi
 
 tsan_options="ignore_noninstrumented_modules=1 halt_on_error=0 exitcode=66 history_size=4"
