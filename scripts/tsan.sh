@@ -6,11 +6,11 @@
 #   scripts/tsan.sh 03 --overlay DIR    a broken submission: the solutions
 #                                       with DIR's patches (FILE.patch, as in
 #                                       tests/fixtures/), or FILE.skeleton
-#   scripts/tsan.sh 07 --student        another lesson whose code runs
+#   scripts/tsan.sh 07 [--student|--overlay DIR]
+#                                       another lesson whose code runs
 #                                       threads (lesson.mk's TSAN): its
-#                                       tests, on your files, built as make
-#                                       grade's race pass builds them
-#                                       (make tsan L=07)
+#                                       tests, built as make grade's race
+#                                       pass builds them (make tsan L=07)
 # Builds the lesson's OpenMP driver with clang -fsanitize=thread -fopenmp
 # into build/tsan/LESSON-WHICH/ (the shared library's objects, built the
 # same way, in build/tsan/common/), runs it on small products with 2 and 4
@@ -86,10 +86,7 @@ case "$lesson" in
             echo "tsan: lesson $lesson has no ThreadSanitizer run: its code runs no threads of its own" >&2
             exit 2
         fi
-        if [ "$which" != student ]; then
-            echo "tsan: lesson $lesson: its tests run under ThreadSanitizer on your files (--student, make tsan L=${lesson%%-*}); make test-full runs the solutions' so" >&2
-            exit 2
-        fi ;;
+ ;;
 esac
 
 CLANG=${CLANG:-clang}
@@ -123,19 +120,38 @@ symbolizer=$(command -v llvm-symbolizer 2>/dev/null ||
 # A lesson without a run of its own: its tests, built as make grade's race
 # pass builds them (the Makefile's GRADE_SANITIZE=thread, from your files
 # in lessons/), each failing test that ThreadSanitizer stopped quoted.
+# The edited files come from lessons/ (--student), solutions/, or a copy
+# of solutions/ with the overlay's patches applied to this lesson's.
 if [ -z "$program" ]; then
-    build=build/graded/tsan-student
-    out=build/tsan/$lesson-student
+    case "$which" in
+        student) name=student what="your files" sources=$PWD/lessons ;;
+        solutions) name=solutions what="the reference solutions" sources=$PWD/solutions ;;
+        overlay) name=$(basename "${overlay%/}")
+                 name=overlay-${name//[^A-Za-z0-9_.-]/_}
+                 what="the solutions with $overlay" sources=$PWD/build/tsan/$lesson-$name/src ;;
+    esac
+    build=build/graded/tsan-$name
+    out=build/tsan/$lesson-$name
     rm -rf "$out"
     mkdir -p "$out" || exit 2
-    echo "ThreadSanitizer on lesson $lesson, your files: its tests ($("$CLANG" --version | head -1), LLVM's OpenMP runtime)"
-    if ! make -s --no-print-directory CC="$CLANG" GRADE_SRC="$PWD/lessons" GRADE_ID=tsan-student \
+    if [ "$which" = overlay ]; then
+        [ -d "$overlay" ] || { echo "tsan: --overlay: '$overlay' is not a folder" >&2; exit 2; }
+        cp -R solutions "$sources" || exit 2
+        for patch_file in "$overlay"/*.patch; do
+            [ -e "$patch_file" ] || continue
+            file=$(basename "$patch_file" .patch)
+            patch --quiet "$sources/$lesson/$file" < "$patch_file" >&2 ||
+                { echo "tsan: $patch_file does not apply to solutions/$lesson/$file" >&2; exit 2; }
+        done
+    fi
+    echo "ThreadSanitizer on lesson $lesson, $what: its tests ($("$CLANG" --version | head -1), LLVM's OpenMP runtime)"
+    if ! make -s --no-print-directory CC="$CLANG" GRADE_SRC="$sources" GRADE_ID="tsan-$name" \
             GRADE_SANITIZE=thread "$build/tests/test_$lesson" > "$out/build.log" 2>&1; then
-        build_failed "$out/build.log" "your files (make check L=${lesson%%-*} first)"
+        build_failed "$out/build.log" "$what"
     fi
     env ZZ_BUILD_DIR="$PWD/$build" OMP_NUM_THREADS=2 \
         TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}" \
-        "$build/tests/test_$lesson" --title "lesson $lesson, your files, under ThreadSanitizer" \
+        "$build/tests/test_$lesson" --title "lesson $lesson, $what, under ThreadSanitizer" \
         --mode student > "$out/tests.log" 2>&1
     raced=$(grep "^  \[FAIL\].*ThreadSanitizer: " "$out/tests.log")
     if [ -n "$raced" ]; then
