@@ -557,7 +557,7 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(wildcard $(foreach variant,$(VARIANTS),build/$(variant)/*/*.d build/$(variant)/tests/*/*.d))
 
 # ---- 8. Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich test-cluster run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release gradescope-zip print-edited print-mpirun clean
+.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich test-cluster run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release classroom gradescope-zip print-edited print-mpirun clean
 
 # Targets that need solutions/ (those make help lists, then the others): in
 # a student release each says so instead.
@@ -727,10 +727,12 @@ slides: ## render slides/*.md to self-contained HTML in build/slides (needs pand
 student-release: ## a tarball for students: no solutions, fixtures or hidden tests (UPTO=NN: lessons up to NN)
 	@scripts/student-release.sh $(if $(UPTO),--upto $(UPTO))
 
-gradescope-zip: ## build/gradescope-autograder.zip: this repository with setup.sh and run_autograder
-	@mkdir -p build
-	@git archive --format=zip --add-file=scripts/gradescope/setup.sh --add-file=scripts/gradescope/run_autograder --prefix=zero-to-zero/ HEAD -o build/gradescope-autograder.zip
-	@echo "build/gradescope-autograder.zip: upload it as the autograder (docs/instructors.md)"
+classroom: ## GitHub Classroom's autograding here (.github/): one test per lesson, make grade L=NN
+	@scripts/classroom.sh
+
+gradescope-zip: ## the autograder for Gradescope (L=NN: one assignment per lesson), from the committed tree
+	@test -z "$(L)" -o -n "$(LESSON_DIR)" || { echo "make gradescope-zip: there is no lesson L=$(L) (lessons: $(LESSONS))" >&2; exit 2; }
+	@scripts/gradescope-zip.sh $(LESSON_DIR)
 
 print-edited:
 	@echo $(ZZ_EDITED)

@@ -79,5 +79,7 @@ if [ -n "$upto" ]; then
             bench/bench_"$nn".* slides/"$nn"-*)
     done
 fi
+# GitHub Classroom's autograding for the lessons it holds.
+scripts/classroom.sh "$staging/zero-to-zero" > /dev/null || exit 2
 tar -C "$staging" -czf "$tarball" zero-to-zero
 echo "$tarball: $(tar -tzf "$tarball" | wc -l) entries, without solutions/, tests/fixtures/, tests/hidden/, tests/texts/fixtures/, .ci/${later[*]:+, lessons ${later[*]}}"
