@@ -24,7 +24,7 @@ changes=$(git status --porcelain --untracked-files=normal)
 if [ -n "$changes" ]; then
     count=$(printf '%s\n' "$changes" | wc -l | tr -d ' ')
     first=$(printf '%s\n' "$changes" | head -1 | cut -c4-)
-    echo "gradescope-zip: $count change$( [ "$count" -eq 1 ] || echo s) not committed (git status shows them; the first: $first), which the zip, made from the committed tree, would leave out: commit (a hidden test too) or stash them first" >&2
+    echo "gradescope-zip: the tree has $count change$( [ "$count" -eq 1 ] || echo s) not committed (the first: $first; git status lists all), which the zip, made from the committed tree, would leave out: commit them (a hidden test too) or stash them first" >&2
     exit 2
 fi
 number=${lesson%%-*}

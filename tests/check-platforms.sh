@@ -149,7 +149,7 @@ PYTHON
     echo "a hidden test, written and not committed" > "$clone/tests/hidden/not-committed.c"
     (cd "$clone" && scripts/gradescope-zip.sh 01-serial-matvec) > "$work/dirty.log" 2>&1
     code=$?
-    if [ $code -eq 2 ] && grep -q "not committed (git status shows them; the first: tests/hidden/not-committed.c)" "$work/dirty.log"; then
+    if [ $code -eq 2 ] && grep -q "the tree has 1 change not committed (the first: tests/hidden/not-committed.c; git status lists all)" "$work/dirty.log"; then
         verdict yes "Gradescope: a file not committed is refused, status 2: $(head -c 120 "$work/dirty.log")..."
     else
         echo "(exit status $code)" >> "$work/dirty.log"

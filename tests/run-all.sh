@@ -21,8 +21,10 @@
 #      (tests/check-mpi-constants.sh),
 #      the shared library keeps its rule for errors
 #      (tests/check-common-errors.sh), make plots draws a small
-#      results.csv (tests/check-plots.sh; skipped without gnuplot), and a
-#      student release holds no answer (tests/check-release.sh);
+#      results.csv (tests/check-plots.sh; skipped without gnuplot), a
+#      student release holds no answer (tests/check-release.sh), and what
+#      GitHub Classroom and Gradescope read is as they read it
+#      (tests/check-platforms.sh; with --full their commands run);
 #  11. the run leaves nothing in the temporary folder or /dev/shm.
 # Ends with Check's closing line for the whole run and "N passed, N failed".
 # Usage: tests/run-all.sh [--full] LESSON...   (run by make test and make
@@ -183,6 +185,11 @@ fi
 echo
 
 tests/check-release.sh --tally "$tally" || status=1
+echo
+
+# What GitHub Classroom and Gradescope read (make test-full: their
+# commands run too, on the solutions and the skeletons).
+tests/check-platforms.sh $($full && echo --full) --tally "$tally" || status=1
 echo
 
 echo "== make plots, on a small results.csv (tests/plots/)"
