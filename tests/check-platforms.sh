@@ -18,7 +18,7 @@
 # make test-full (--full, minutes):
 #   3. every command of autograding.json run in the release, once with the
 #      solutions in its lessons/ (status 0, full points) and once as
-#      released (status 1, no point);
+#      released (a status other than 0, no point);
 #   4. the lesson-01 zip set up and run as Gradescope does
 #      (AUTOGRADER_ROOT stands in for /autograder): the solution's two files
 #      uploaded flat score full marks, the skeleton's none, each test with
@@ -179,13 +179,15 @@ for t in json.load(open(sys.argv[1]))["tests"]:
             (cd "$tree" && GRADE_SANITIZERS=${GRADE_SANITIZERS:-1} bash -c "$command") < /dev/null > "$log" 2>&1
             code=$?
             score=$(score_of "$log")
+            # The command grader awards the points on status 0 alone.
             if [ "$tree" = "$solved" ]; then
                 want="0 $points/$points" what="the solutions"
             else
-                want="1 0/$points" what="the skeletons"
+                want="failed 0/$points" what="the skeletons"
+                [ "$code" -eq 0 ] || code=failed
             fi
             if [ "$code $score" = "$want" ]; then
-                verdict yes "Classroom's $command on $what: status $code, $score"
+                verdict yes "Classroom's $command on $what: $([ "$code" = 0 ] && echo "status 0" || echo "a failing status"), $score"
             else
                 echo "(exit status $code, score ${score:-none}; expected ${want})" >> "$log"
                 verdict no "Classroom's $command on $what" "$log"
