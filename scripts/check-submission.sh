@@ -62,6 +62,7 @@
 # Exits 0 when every file passes, 1 otherwise, 2 on bad usage. The student
 # build, the solutions and every grading run it, so students meet the rules
 # early and the solutions prove they are satisfiable.
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
 set -uo pipefail
 usage="usage: check-submission.sh LESSON LIBCOMMON [--program PART,...] [--libraries LIST] [--mpi-constants LIST] [--earlier OBJECT] OBJECT..."
 lesson=${1:?$usage}

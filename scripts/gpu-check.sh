@@ -17,6 +17,7 @@
 #   scripts/gpu-check.sh --no-fixtures --no-bench --sanitize
 #       --sanitize also runs the suite built with AddressSanitizer
 # Exits 0 only when every step that ran passed.
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 

@@ -21,6 +21,7 @@
 # options (a partition, a time limit). Each task's Slurm output is
 # build/grade-all/slurm-JOB_TASK.out. make test-cluster checks that the
 # array gives the scores of grading one at a time.
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 usage() {

@@ -36,6 +36,7 @@
 #                                  skipped, with the reason, where none can
 #                                  be made)
 # Run it through make (make grade-fixture F=...), or from tests/run-all.sh.
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -30,6 +30,7 @@
 # prints or writes; and none is given when the files the grading rests on
 # changed while it ran (status 3), or when there was no room left to grade
 # (status 4).
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -16,6 +16,7 @@
 # (macOS has no ldd: otool -L names the libraries there, and nm -gU reads
 # them.) Exits 2, saying why, when a command does not link or neither ldd
 # nor otool is found.
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
 set -uo pipefail
 output=${1:?usage: library-symbols.sh OUTPUT LINK-COMMAND... [-- LINK-COMMAND...]...}
 shift

@@ -34,6 +34,7 @@
 # that did not run. Exit status 0 (no race seen), 1 (a race, or the driver
 # failed), 2 (cannot run here: no clang or libomp, a limited address space,
 # a bad command line).
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -187,6 +187,10 @@ echo
 tests/check-release.sh --tally "$tally" || status=1
 echo
 
+# The scripts on macOS's bash 3.2 and Homebrew's g-prefixed GNU tools.
+tests/check-bash32.sh --tally "$tally" || status=1
+echo
+
 # What GitHub Classroom and Gradescope read (make test-full: their
 # commands run too, on the solutions and the skeletons).
 tests/check-platforms.sh $($full && echo --full) --tally "$tally" || status=1
