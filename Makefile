@@ -15,7 +15,15 @@
 #   8. the targets you type
 
 .DEFAULT_GOAL := help
+# The system, once (macOS: Darwin).
+UNAME_S := $(shell uname -s)
+# The recipes' shell: bash, on macOS Homebrew's (its /bin/bash is 3.2;
+# scripts/install-deps.sh installs a current one), else its own.
+ifeq ($(UNAME_S),Darwin)
+SHELL := $(firstword $(wildcard /opt/homebrew/bin/bash /usr/local/bin/bash) /bin/bash)
+else
 SHELL := /bin/bash
+endif
 .DELETE_ON_ERROR:
 
 # ---- 1. Tools and flags ------------------------------------------------------
@@ -37,7 +45,7 @@ LANG_FLAGS := -std=c11 -ffp-contract=off
 # lesson's file that this lesson never calls: scripts/check-program.sh
 # checks what is left).
 SECTION_FLAGS := -ffunction-sections -fdata-sections
-ifeq ($(shell uname -s),Darwin)
+ifeq ($(UNAME_S),Darwin)
 GC_LDFLAGS ?= -Wl,-dead_strip
 else
 GC_LDFLAGS ?= -Wl,--gc-sections
@@ -54,6 +62,19 @@ OPT_FLAGS  ?= -O3 $(ARCH_FLAGS)
 WARN_FLAGS ?= -Wall -Wextra -Wshadow -Wstrict-prototypes $(if $(WERROR),-Werror)
 CFLAGS     ?=
 LDFLAGS    ?=
+# OpenMP: -fopenmp, which GCC and LLVM's clang take. Apple's clang (macOS's
+# cc) refuses it: it takes OpenMP through its preprocessor only, and has
+# no runtime of its own, so Homebrew's libomp gives the header and the
+# library (scripts/install-deps.sh installs it).
+ifeq ($(UNAME_S),Darwin)
+APPLE_CLANG := $(shell $(CC) --version 2>/dev/null | grep -q 'Apple clang' && echo yes)
+endif
+ifneq ($(APPLE_CLANG),)
+BREW         ?= brew
+LIBOMP_PREFIX ?= $(shell $(BREW) --prefix libomp 2>/dev/null)
+OPENMP_FLAGS ?= -Xpreprocessor -fopenmp -I$(LIBOMP_PREFIX)/include
+LDFLAGS      += -L$(LIBOMP_PREFIX)/lib -lomp
+endif
 OPENMP_FLAGS ?= -fopenmp
 SANITIZE_FLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # ThreadSanitizer's build (make grade's race pass) is clang's, with LLVM's
@@ -557,7 +578,7 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(wildcard $(foreach variant,$(VARIANTS),build/$(variant)/*/*.d build/$(variant)/tests/*/*.d))
 
 # ---- 8. Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich test-cluster run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release classroom gradescope-zip print-edited print-mpirun clean
+.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich test-cluster run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release classroom gradescope-zip print-edited print-flags print-mpirun clean
 
 # Targets that need solutions/ (those make help lists, then the others): in
 # a student release each says so instead.
@@ -736,6 +757,11 @@ gradescope-zip: ## the autograder for Gradescope (L=NN: one assignment per lesso
 
 print-edited:
 	@echo $(ZZ_EDITED)
+
+# For the toolkit's test of the macOS branches (tests/check-macos.sh).
+print-flags:
+	@echo "UNAME_S=$(UNAME_S)"; echo "SHELL=$(SHELL)"; echo "OPENMP_FLAGS=$(OPENMP_FLAGS)"
+	@echo "LDFLAGS=$(strip $(LDFLAGS))"; echo "GC_LDFLAGS=$(GC_LDFLAGS)"; echo "ARCH_FLAGS=$(ARCH_FLAGS)"
 
 # The launcher command line, for scripts/mpirun.
 print-mpirun:

@@ -8,6 +8,7 @@
  *   mpirun -np 4 build/student/02-mpi-matvec/matvec_mpi --m 4096 --n 4096 */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,26 +140,28 @@ static size_t first_difference(const double *a, const double *b, size_t n)
 
 /* Checks the row split against A and x made here again from the seed, not
  * against what this rank holds: a rank that never received x must not find
- * its y "right" because it used the same wrong x twice. In the lesson's
- * order, the first thing wrong is named, with its TODO. Returns whether
- * all is right. */
-static bool check_rows(const run_config *c, const double *A,
-                       const double *my_y, const split_run *r, size_t begin,
-                       size_t end)
+ * its y "right" because it used the same wrong x twice. Returns the TODO of
+ * the first thing wrong on this rank, its line in `why`, or 0 when all is
+ * right (report_first_wrong says it). */
+static int check_rows(const run_config *c, const double *A,
+                      const double *my_y, const split_run *r, size_t begin,
+                      size_t end, char *why, size_t why_len)
 {
     const size_t n = c->n;
     double *x = vector_alloc_or_exit(n, "x, made again");
     double *row = vector_alloc_or_exit(n, "a row of A, made again");
     vector_fill_random(x, n, 0, c->seed);
-    bool right = false;
+    int todo = 0;
     size_t k = first_difference(x, r->x, n);
     if (k < n)
-        fprintf(stderr, "matvec_mpi: rank %d: after share_x, x[%zu] is %.17g, "
-                "not rank 0's %.17g: every rank needs rank 0's x (TODO 3)\n",
-                c->rank, k, r->x[k], x[k]);
+        todo = 3, snprintf(why, why_len, "matvec_mpi: rank %d: after "
+                           "share_x, x[%zu] is %.17g, not rank 0's %.17g: "
+                           "every rank needs rank 0's x (TODO 3)", c->rank, k,
+                           r->x[k], x[k]);
     else if (memcmp(&r->x[n], &guard, sizeof guard) != 0)
-        fprintf(stderr, "matvec_mpi: rank %d: share_x wrote past the end of "
-                "x, into x[%zu] (TODO 3)\n", c->rank, n);
+        todo = 3, snprintf(why, why_len, "matvec_mpi: rank %d: share_x wrote "
+                           "past the end of x, into x[%zu] (TODO 3)", c->rank,
+                           n);
     else {
         size_t i = begin;
         for (; i < end; i++) {
@@ -167,17 +170,19 @@ static bool check_rows(const run_config *c, const double *A,
                 break;
         }
         if (i < end)
-            fprintf(stderr, "matvec_mpi: rank %d: row %zu of the block "
-                    "generate_my_rows gave is not row %zu of A: its first "
-                    "row is row begin (TODO 2)\n", c->rank, i - begin, i);
+            todo = 2, snprintf(why, why_len, "matvec_mpi: rank %d: row %zu "
+                               "of the block generate_my_rows gave is not row "
+                               "%zu of A: its first row is row begin (TODO 2)",
+                               c->rank, i - begin, i);
         else if (memcmp(&r->y[c->m], &guard, sizeof guard) != 0)
-            fprintf(stderr, "matvec_mpi: rank %d: assemble_y wrote past the "
-                    "end of y, into y[%zu] (TODO 4)\n", c->rank, c->m);
+            todo = 4, snprintf(why, why_len, "matvec_mpi: rank %d: assemble_y "
+                               "wrote past the end of y, into y[%zu] (TODO 4)",
+                               c->rank, c->m);
         else if ((k = first_difference(my_y, &r->y[begin], end - begin)) <
                  end - begin)
-            fprintf(stderr, "matvec_mpi: rank %d: after assemble_y, y[%zu] "
-                    "is not the value this rank computed (TODO 4)\n",
-                    c->rank, begin + k);
+            todo = 4, snprintf(why, why_len, "matvec_mpi: rank %d: after "
+                               "assemble_y, y[%zu] is not the value this rank "
+                               "computed (TODO 4)", c->rank, begin + k);
         else {
             /* Every row of y, as one call over all rows would give it
              * (common/kernels.h: the same bits however rows are split). */
@@ -196,17 +201,36 @@ static bool check_rows(const run_config *c, const double *A,
                     if (i >= owner_begin && i < owner_end)
                         owner = (size_t)o;
                 }
-                fprintf(stderr, "matvec_mpi: rank %d: y[%zu] is %.17g, "
-                        "expected %.17g; row %zu is rank %zu's: every rank "
-                        "needs every block of y at its rows' offset "
-                        "(TODO 4)\n", c->rank, i, r->y[i], want, i, owner);
-            } else
-                right = true;
+                todo = 4;
+                snprintf(why, why_len, "matvec_mpi: rank %d: y[%zu] is "
+                         "%.17g, expected %.17g; row %zu is rank %zu's: every "
+                         "rank needs every block of y at its rows' offset "
+                         "(TODO 4)", c->rank, i, r->y[i], want, i, owner);
+            }
         }
     }
     matrix_free(x);
     matrix_free(row);
-    return right;
+    return todo;
+}
+
+/* After a split's checks on every rank: the first thing wrong in the
+ * lesson's order, whichever rank found it. The ranks agree on the lowest
+ * TODO any of them found wrong, and only those that found it say so, so
+ * that the line a test reads does not depend on which rank spoke first (a
+ * rank that never got x finds TODO 3, and rank 0, which had x all along,
+ * the y that rank computed with it, TODO 4). Then every rank ends,
+ * status 1. Nothing wrong anywhere: returns. */
+static void report_first_wrong(int todo, const char *why)
+{
+    int first = todo > 0 ? todo : INT_MAX;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN,
+                            MPI_COMM_WORLD));
+    if (first == INT_MAX)
+        return;
+    if (todo == first)
+        fprintf(stderr, "%s\n", why);
+    mpi_exit_all(1);
 }
 
 /* The row split: TODO 1-4. */
@@ -246,11 +270,9 @@ static split_run run_rows(const run_config *c)
     write_report(c, &r, begin, end);
 
     steps_enter("check");
-    int failed = !check_rows(c, A, my_y, &r, begin, end);
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX,
-                            MPI_COMM_WORLD));
-    if (failed)
-        mpi_exit_all(1);
+    char why[512] = "";
+    report_first_wrong(check_rows(c, A, my_y, &r, begin, end, why,
+                                  sizeof why), why);
 
     /* Timing: the product and the assembly of y, apart. */
     steps_enter("timing");
@@ -274,14 +296,15 @@ static split_run run_rows(const run_config *c)
 
 /* Checks the column split against rows of A and x made here from the seed.
  * Returns whether all is right; says the first thing wrong otherwise. */
-static bool check_columns(const run_config *c, const double *A,
-                          const split_run *r, size_t begin, size_t end)
+static int check_columns(const run_config *c, const double *A,
+                         const split_run *r, size_t begin, size_t end,
+                         char *why, size_t why_len)
 {
     const size_t width = end - begin;
     double *row = vector_alloc_or_exit(c->n, "a row of A, made again");
     double *x = vector_alloc_or_exit(c->n, "x, made again");
     vector_fill_random(x, c->n, 0, c->seed);
-    bool right = false;
+    int todo = 0;
     size_t i = 0;
     for (; i < c->m; i++) {
         matrix_fill_random(row, 1, width, i, begin, c->seed);
@@ -289,14 +312,14 @@ static bool check_columns(const run_config *c, const double *A,
             break;
     }
     if (i < c->m)
-        fprintf(stderr, "matvec_mpi: rank %d: row %zu of the block "
-                "generate_my_columns gave is not columns %zu..%zu of A: its "
-                "first column is column begin (TODO 5)\n", c->rank, i, begin,
-                end - 1);
+        todo = 5, snprintf(why, why_len, "matvec_mpi: rank %d: row %zu of the "
+                           "block generate_my_columns gave is not columns "
+                           "%zu..%zu of A: its first column is column begin "
+                           "(TODO 5)", c->rank, i, begin, end - 1);
     else if (memcmp(&r->y[r->y_count], &guard, sizeof guard) != 0)
-        fprintf(stderr, "matvec_mpi: rank %d: reduce_scatter_y wrote past "
-                "the end of its %zu rows of y (TODO 6)\n", c->rank,
-                r->y_count);
+        todo = 6, snprintf(why, why_len, "matvec_mpi: rank %d: "
+                           "reduce_scatter_y wrote past the end of its %zu "
+                           "rows of y (TODO 6)", c->rank, r->y_count);
     else {
         /* Each y[i] is a sum of the same n products as one dot product's,
          * in another order: reference.h's bound for length n holds. */
@@ -309,16 +332,15 @@ static bool check_columns(const run_config *c, const double *A,
             wrong.first = k;
         }
         if (!comparison_ok(&wrong))
-            fprintf(stderr, "matvec_mpi: rank %d: y[%zu] is %.17g, expected "
-                    "%.17g: the sum over every rank's partial y, for this "
-                    "rank's rows (TODO 6)\n", c->rank,
-                    r->y_offset + wrong.first, wrong.got, wrong.expected);
-        else
-            right = true;
+            todo = 6, snprintf(why, why_len, "matvec_mpi: rank %d: y[%zu] is "
+                               "%.17g, expected %.17g: the sum over every "
+                               "rank's partial y, for this rank's rows "
+                               "(TODO 6)", c->rank, r->y_offset + wrong.first,
+                               wrong.got, wrong.expected);
     }
     matrix_free(row);
     matrix_free(x);
-    return right;
+    return todo;
 }
 
 /* The column split: TODO 5-6. */
@@ -359,11 +381,9 @@ static split_run run_columns(const run_config *c)
     /* Checking is not part of the algorithm's memory: it comes after the
      * report, one row at a time. */
     steps_enter("check");
-    int failed = !check_columns(c, A, &r, begin, end);
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX,
-                            MPI_COMM_WORLD));
-    if (failed)
-        mpi_exit_all(1);
+    char why[512] = "";
+    report_first_wrong(check_columns(c, A, &r, begin, end, why, sizeof why),
+                       why);
 
     steps_enter("timing");
     double compute[TIMINGS_MAX], comm[TIMINGS_MAX];
