@@ -14,6 +14,7 @@
 # STUDENT-OBJECT: the student's files the program links, named in the
 # refusal when one of them calls the reference. One line "refused: ..."
 # for each reference found; exits 0 when there is none, 1 otherwise.
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools, ELF names (macOS: Homebrew's)
 set -uo pipefail
 usage="usage: check-program.sh LESSON PROGRAM STUDENT-OBJECT..."
 lesson=${1:?$usage}

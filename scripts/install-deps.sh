@@ -55,6 +55,23 @@ if have pkg-config; then
 else
     missing+=(check openblas)
 fi
+# The scripts need bash 4 or later and GNU's timeout, sha256sum and
+# realpath -m (scripts/portable.sh); macOS has bash 3.2 and BSD's tools,
+# and Homebrew's coreutils names GNU's with a g in front.
+bash4=false
+for candidate in "$(command -v bash 2>/dev/null)" /opt/homebrew/bin/bash /usr/local/bin/bash; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] &&
+        "$candidate" -c '[ "${BASH_VERSINFO[0]}" -ge 4 ]' 2>/dev/null && bash4=true
+done
+$bash4 || missing+=(bash)
+{ have timeout || have gtimeout; } && { have sha256sum || have gsha256sum; } &&
+    { realpath -m / >/dev/null 2>&1 || have grealpath; } || missing+=(coreutils)
+# Apple's clang (macOS's cc) has no OpenMP runtime of its own: Homebrew's
+# libomp, which the Makefile finds with brew --prefix libomp.
+if [ "$(uname -s)" = Darwin ] && have cc && cc --version 2>/dev/null | grep -q 'Apple clang' &&
+   ! { have brew && [ -d "$(brew --prefix libomp 2>/dev/null)/lib" ]; }; then
+    missing+=(libomp)
+fi
 # clang, and an OpenMP runtime it can link (a separate package).
 if $clang && ! { have clang && echo 'int main(void) { return 0; }' |
         clang -fopenmp -x c - -o /dev/null 2>/dev/null; }; then
@@ -127,6 +144,9 @@ for need in "${missing[@]}"; do
         dnf:iproute2) packages+=(iproute) ;;
         dnf:util-linux) packages+=(util-linux) ;;
         dnf:slurm) packages+=(slurm-slurmctld slurm-slurmd slurm munge) ;;
+        apt-get:bash|dnf:bash|brew:bash) packages+=(bash) ;;
+        apt-get:coreutils|dnf:coreutils|brew:coreutils) packages+=(coreutils) ;;
+        brew:libomp) packages+=(libomp) ;;
         brew:compiler) ;;  # Xcode's command line tools: xcode-select --install
         brew:make) ;;
         brew:patch) ;;     # macOS has patch

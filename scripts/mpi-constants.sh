@@ -16,6 +16,7 @@
 # a type, or that mpi.h marks as removed from the standard) does not
 # compile, and is left out. OUTPUT: one symbol a line, sorted.
 # Exits 2, saying why, when an MPICC cannot compile the probe.
+. "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools, ELF names (macOS: Homebrew's)
 set -uo pipefail
 usage="usage: mpi-constants.sh OUTPUT MPICC [FLAGS...] [-- MPICC [FLAGS...]]..."
 output=${1:?$usage}

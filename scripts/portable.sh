@@ -39,4 +39,26 @@ if [ -n "$zz_tools_missing" ]; then
     PATH=$zz_tools_folder:$PATH
     export PATH
 fi
-unset zz_bash zz_tools_missing zz_tools_folder zz_tool zz_found
+# 3. Symbol names as ELF writes them. Mach-O (macOS) puts an underscore in
+#    front of every C name (_main for main): there nm goes through a
+#    wrapper in build/gnu-tools/ that takes it off each name, so that the
+#    checks on a student's files (scripts/check-submission.sh) read the same
+#    names on both.
+if [ "$(uname -s)" = Darwin ]; then
+    zz_nm=$(type -P nm)
+    zz_tools_folder=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/gnu-tools
+    if [ -n "$zz_nm" ] && [ "$zz_nm" != "$zz_tools_folder/nm" ]; then
+        mkdir -p "$zz_tools_folder" || exit 2
+        printf '#!/bin/sh
+# Made by scripts/portable.sh: nm, with Mach-O'"'"'s underscore taken off each name.
+"%s" "$@" | awk '"'"'NF >= 2 { sub(/^_/, "", $NF) } { print }'"'"'
+' \
+            "$zz_nm" > "$zz_tools_folder/nm.$$" && chmod +x "$zz_tools_folder/nm.$$" &&
+            mv -f "$zz_tools_folder/nm.$$" "$zz_tools_folder/nm" || exit 2
+        case ":$PATH:" in
+            *":$zz_tools_folder:"*) ;;
+            *) PATH=$zz_tools_folder:$PATH; export PATH ;;
+        esac
+    fi
+fi
+unset zz_bash zz_tools_missing zz_tools_folder zz_tool zz_found zz_nm

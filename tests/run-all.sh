@@ -187,8 +187,11 @@ echo
 tests/check-release.sh --tally "$tally" || status=1
 echo
 
-# The scripts on macOS's bash 3.2 and Homebrew's g-prefixed GNU tools.
+# The scripts on macOS's bash 3.2 and Homebrew's g-prefixed GNU tools, and
+# macOS's branches of the Makefile, install-deps and the file checks.
 tests/check-bash32.sh --tally "$tally" || status=1
+echo
+tests/check-macos.sh --tally "$tally" || status=1
 echo
 
 # What GitHub Classroom and Gradescope read (make test-full: their
