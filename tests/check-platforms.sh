@@ -201,8 +201,14 @@ zip=$clone/build/gradescope-autograder-01.zip
 if [ -f "$zip" ]; then
     scope=$work/autograder
     mkdir -p "$scope/source" "$scope/submission"
-    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$zip" "$scope/source"
-    chmod +x "$scope/source/setup.sh" "$scope/source/run_autograder"
+    # As unzip does: each file with the mode the zip keeps for it.
+    python3 -c 'import os, sys, zipfile
+archive = zipfile.ZipFile(sys.argv[1])
+for info in archive.infolist():
+    path = archive.extract(info, sys.argv[2])
+    mode = info.external_attr >> 16
+    if mode and not info.is_dir():
+        os.chmod(path, mode & 0o777)' "$zip" "$scope/source"
     if AUTOGRADER_ROOT=$scope bash "$scope/source/setup.sh" > "$work/setup.log" 2>&1; then
         for which in solution skeleton; do
             rm -rf "$scope/submission" "$scope/results"
