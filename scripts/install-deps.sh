@@ -2,7 +2,10 @@
 # Installs what zero-to-zero needs: Open MPI, Check, pkg-config, OpenBLAS,
 # patch (the test suite's broken submissions are patches), binutils (the
 # grader reads compiled files with nm and objdump), bubblewrap on Linux (the
-# grader's sandbox, make grade SANDBOX=1) and a C compiler with OpenMP; with
+# grader's sandbox, make grade SANDBOX=1), bash 4 or later and GNU's
+# coreutils (the scripts: macOS has bash 3.2 and BSD's tools; Homebrew's
+# bash and coreutils, whose names scripts/portable.sh knows), libomp for
+# Apple's clang on macOS, and a C compiler with OpenMP; with
 # --clang also clang with its OpenMP runtime (make test-clang, make
 # CC=clang); with --mpich also MPICH (make MPI=mpich); with --extras also
 # gnuplot and pandoc (plots and slides); with --cluster also what make
@@ -34,7 +37,7 @@ for arg in "$@"; do
         --clang) clang=true ;;
         --mpich) mpich=true ;;
         --cluster) cluster=true ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
