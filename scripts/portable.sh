@@ -44,7 +44,7 @@ fi
 #    wrapper in build/gnu-tools/ that takes it off each name, so that the
 #    checks on a student's files (scripts/check-submission.sh) read the same
 #    names on both.
-if [ "$(uname -s)" = Darwin ]; then
+if [ "$(uname -s 2>/dev/null)" = Darwin ]; then
     zz_nm=$(type -P nm)
     zz_tools_folder=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/gnu-tools
     if [ -n "$zz_nm" ] && [ "$zz_nm" != "$zz_tools_folder/nm" ]; then

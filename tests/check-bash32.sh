@@ -118,17 +118,8 @@ PYTHON
 status=$?
 
 # scripts/portable.sh itself, in a copy of its folder, on a PATH made here.
-say() {   # say yes|no TEXT [LOG]
-    if [ "$1" = yes ]; then
-        echo "  [pass] $2"
-        [ -z "$tally" ] || echo "1 0 0 portable" >> "$tally"
-    else
-        echo "  [FAIL] $2"
-        [ -z "${3:-}" ] || sed 's/^/    | /' "$3"
-        [ -z "$tally" ] || echo "0 1 0 portable" >> "$tally"
-        status=1
-    fi
-}
+. tests/say.sh
+say_to "$tally" portable
 tree=$work/tree
 mkdir -p "$tree/scripts" "$work/g-only" "$work/none"
 cp scripts/portable.sh "$tree/scripts/"
@@ -137,7 +128,7 @@ printf '%s\n' '#!/usr/bin/env bash' '. "$(dirname "$0")/portable.sh" "$@"' \
     > "$tree/scripts/probe.sh"
 # What the probe and portable.sh run, and GNU's three only g-prefixed (as
 # Homebrew's coreutils names them); the other folder without them at all.
-for tool in bash env dirname mkdir ln cut true; do
+for tool in bash env dirname mkdir ln cut true uname; do
     ln -s "$(type -P "$tool")" "$work/g-only/$tool"
     ln -s "$(type -P "$tool")" "$work/none/$tool"
 done
@@ -173,4 +164,5 @@ if command -v dash > /dev/null 2>&1; then
         say no "under a shell that is not bash 4: one line and status 2" "$work/dash.log"
     fi
 fi
+[ $say_failed -eq 0 ] || status=1
 exit $status

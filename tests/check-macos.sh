@@ -24,18 +24,8 @@ tally=""
 echo "== macOS's branches, with its commands stood in for (tests/check-macos.sh)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/zz-macos-XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
-status=0
-say() {   # say yes|no TEXT [LOG]
-    if [ "$1" = yes ]; then
-        echo "  [pass] $2"
-        [ -z "$tally" ] || echo "1 0 0 macos" >> "$tally"
-    else
-        echo "  [FAIL] $2"
-        [ -z "${3:-}" ] || sed 's/^/    | /' "$3" | tail -20
-        [ -z "$tally" ] || echo "0 1 0 macos" >> "$tally"
-        status=1
-    fi
-}
+. tests/say.sh
+say_to "$tally" macos
 
 # The stand-ins.
 mac=$work/mac
@@ -142,4 +132,4 @@ else
 fi
 # The nm wrapper portable.sh made for the stand-in's macOS goes with it.
 grep -qs "$work" build/gnu-tools/nm && rm -f build/gnu-tools/nm
-exit $status
+exit $say_failed
