@@ -142,6 +142,15 @@ NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH_FLAGS) -Xcompiler -Wall,-Wextra$(if $(W
 CUDA_CFLAGS := $(if $(HAVE_NVCC),-I$(CUDA_HOME)/include)
 CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 
+# Homebrew keeps OpenBLAS apart (keg-only, so as not to shadow macOS's
+# Accelerate): pkg-config finds it through its keg's folder.
+ifeq ($(UNAME_S),Darwin)
+BREW ?= brew
+OPENBLAS_KEG := $(shell $(BREW) --prefix openblas 2>/dev/null)
+ifneq ($(OPENBLAS_KEG),)
+export PKG_CONFIG_PATH := $(OPENBLAS_KEG)/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
+endif
+endif
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 BLAS_PC      ?= openblas
@@ -762,6 +771,7 @@ print-edited:
 print-flags:
 	@echo "UNAME_S=$(UNAME_S)"; echo "SHELL=$(SHELL)"; echo "OPENMP_FLAGS=$(OPENMP_FLAGS)"
 	@echo "LDFLAGS=$(strip $(LDFLAGS))"; echo "GC_LDFLAGS=$(GC_LDFLAGS)"; echo "ARCH_FLAGS=$(ARCH_FLAGS)"
+	@echo "PKG_CONFIG_PATH=$(PKG_CONFIG_PATH)"
 
 # The launcher command line, for scripts/mpirun.
 print-mpirun:

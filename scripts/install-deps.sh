@@ -45,6 +45,12 @@ done
 # What is missing, by what the build uses: commands and pkg-config modules.
 missing=()
 have() { command -v "$1" >/dev/null 2>&1; }
+# Homebrew keeps OpenBLAS apart (keg-only): pkg-config finds it, as the
+# Makefile's does, through its keg's folder.
+if [ "$(uname -s)" = Darwin ] && have brew; then
+    keg=$(brew --prefix openblas 2>/dev/null) &&
+        [ -n "$keg" ] && export PKG_CONFIG_PATH="$keg/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+fi
 have cc || have gcc || have clang || missing+=(compiler)
 have make || missing+=(make)
 have patch || missing+=(patch)

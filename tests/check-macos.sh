@@ -7,7 +7,8 @@
 #   tests/check-macos.sh [--tally FILE]      (make test; after make's builds)
 #
 #   1. the Makefile: Homebrew's libomp with Apple's clang (-Xpreprocessor
-#      -fopenmp, -lomp), -dead_strip, -mcpu=native (make print-flags);
+#      -fopenmp, -lomp), -dead_strip, -mcpu=native, and pkg-config sent to
+#      OpenBLAS's keg (make print-flags);
 #   2. scripts/install-deps.sh: on a PATH without the toolkit's tools, what
 #      it asks brew to install: bash, coreutils and libomp beside Open MPI,
 #      Check, pkg-config and OpenBLAS;
@@ -58,12 +59,13 @@ chmod +x "$mac"/*
 
 # ---- 1. the Makefile ------------------------------------------------------
 touch "$work/have-libomp"
-PATH=$mac:$PATH make -s --no-print-directory print-flags CC=cc > "$work/flags" 2>&1
+PATH=$mac:$PATH PKG_CONFIG_PATH= make -s --no-print-directory print-flags CC=cc > "$work/flags" 2>&1
 want="OPENMP_FLAGS=-Xpreprocessor -fopenmp -I/opt/homebrew/opt/libomp/include
 LDFLAGS=-L/opt/homebrew/opt/libomp/lib -lomp
 GC_LDFLAGS=-Wl,-dead_strip
-ARCH_FLAGS=-mcpu=native"
-if [ "$(grep -E '^(OPENMP_FLAGS|LDFLAGS|GC_LDFLAGS|ARCH_FLAGS)=' "$work/flags")" = "$want" ] &&
+ARCH_FLAGS=-mcpu=native
+PKG_CONFIG_PATH=/opt/homebrew/opt/openblas/lib/pkgconfig"
+if [ "$(grep -E '^(OPENMP_FLAGS|LDFLAGS|GC_LDFLAGS|ARCH_FLAGS|PKG_CONFIG_PATH)=' "$work/flags")" = "$want" ] &&
    grep -q '^UNAME_S=Darwin$' "$work/flags"; then
     say yes "the Makefile on macOS with Apple's clang: $(grep '^OPENMP_FLAGS=' "$work/flags"), $(grep '^LDFLAGS=' "$work/flags")"
 else
