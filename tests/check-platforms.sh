@@ -37,23 +37,13 @@ while [ $# -gt 0 ]; do
     shift
 done
 echo "== what Classroom and Gradescope read (tests/check-platforms.sh$($full && echo " --full"))"
-passed=0 failed=0 skipped=0
-verdict() {   # verdict yes|no|skip TEXT [DETAIL FILE]
-    case "$1" in
-        yes) echo "  [pass] $2"; passed=$((passed + 1)) ;;
-        skip) echo "  [skip] $2"; skipped=$((skipped + 1)) ;;
-        *) echo "  [FAIL] $2"
-           [ -z "${3:-}" ] || sed 's/^/    | /' "$3" | tail -20
-           failed=$((failed + 1)) ;;
-    esac
-}
+. tests/say.sh
+say_to "$tally" platforms
 finish() {
-    [ -z "$tally" ] || echo "$passed $failed $skipped platforms" >> "$tally"
-    [ "$failed" -eq 0 ]
-    exit $?
+    exit $say_failed
 }
 if ! command -v python3 > /dev/null 2>&1; then
-    verdict skip "Classroom and Gradescope: python3 is not installed"
+    say skip "Classroom and Gradescope: python3 is not installed"
     finish
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/zz-platforms-XXXXXX") || exit 2
@@ -119,12 +109,12 @@ assert runners.split(",") == [ident for ident, _ in graders], runners
 print(f"{len(tests)} lessons, {sum(t['points'] for t in tests)} points")
 PYTHON
     then
-        verdict yes "GitHub Classroom: the release's autograding.json and classroom.yml: $(tail -1 "$work/classroom.log"), each field as the autograding actions document it"
+        say yes "GitHub Classroom: the release's autograding.json and classroom.yml: $(tail -1 "$work/classroom.log"), each field as the autograding actions document it"
     else
-        verdict no "GitHub Classroom: the release's autograding files" "$work/classroom.log"
+        say no "GitHub Classroom: the release's autograding files" "$work/classroom.log"
     fi
 else
-    verdict no "GitHub Classroom: make student-release did not make a release" "$work/release.log"
+    say no "GitHub Classroom: make student-release did not make a release" "$work/release.log"
 fi
 
 # ---- 2. Gradescope's zip ------------------------------------------------
@@ -142,23 +132,23 @@ assert "lesson=${GRADE_LESSON:-01-serial-matvec}\n" in script, "run_autograder d
 print(f"{len(names)} entries")
 PYTHON
     then
-        verdict yes "Gradescope: make gradescope-zip L=01: $(tail -1 "$work/zip-check.log"), setup.sh and a run_autograder of lesson 01 at the top"
+        say yes "Gradescope: make gradescope-zip L=01: $(tail -1 "$work/zip-check.log"), setup.sh and a run_autograder of lesson 01 at the top"
     else
-        verdict no "Gradescope: make gradescope-zip L=01's zip" "$work/zip-check.log"
+        say no "Gradescope: make gradescope-zip L=01's zip" "$work/zip-check.log"
     fi
     echo "a hidden test, written and not committed" > "$clone/tests/hidden/not-committed.c"
     (cd "$clone" && scripts/gradescope-zip.sh 01-serial-matvec) > "$work/dirty.log" 2>&1
     code=$?
     if [ $code -eq 2 ] && grep -q "the tree has 1 change not committed (the first: tests/hidden/not-committed.c; git status lists all)" "$work/dirty.log"; then
-        verdict yes "Gradescope: a file not committed is refused, status 2: $(head -c 120 "$work/dirty.log")..."
+        say yes "Gradescope: a file not committed is refused, status 2: $(head -c 120 "$work/dirty.log")..."
     else
         echo "(exit status $code)" >> "$work/dirty.log"
-        verdict no "Gradescope: a file not committed should be refused" "$work/dirty.log"
+        say no "Gradescope: a file not committed should be refused" "$work/dirty.log"
     fi
     rm -f "$clone/tests/hidden/not-committed.c"
 else
     cat "$work/clone.log" "$work/zip.log" > "$work/zip-all.log" 2>/dev/null
-    verdict no "Gradescope: make gradescope-zip L=01 failed" "$work/zip-all.log"
+    say no "Gradescope: make gradescope-zip L=01 failed" "$work/zip-all.log"
 fi
 
 $full || finish
@@ -187,10 +177,10 @@ for t in json.load(open(sys.argv[1]))["tests"]:
                 [ "$code" -eq 0 ] || code=failed
             fi
             if [ "$code $score" = "$want" ]; then
-                verdict yes "Classroom's $command on $what: $([ "$code" = 0 ] && echo "status 0" || echo "a failing status"), $score"
+                say yes "Classroom's $command on $what: $([ "$code" = 0 ] && echo "status 0" || echo "a failing status"), $score"
             else
                 echo "(exit status $code, score ${score:-none}; expected ${want})" >> "$log"
-                verdict no "Classroom's $command on $what" "$log"
+                say no "Classroom's $command on $what" "$log"
             fi
         done
     done < "$work/commands"
@@ -233,14 +223,14 @@ assert results["score"] == want, f"score {results['score']} of {top}, expected {
 print(f"{results['score']:g}/{top:g}")
 PYTHON
             then
-                verdict yes "Gradescope, the lesson-01 zip set up and run as Gradescope does, the $which's files uploaded flat: $(tail -1 "$work/results-check.log")"
+                say yes "Gradescope, the lesson-01 zip set up and run as Gradescope does, the $which's files uploaded flat: $(tail -1 "$work/results-check.log")"
             else
                 cat "$work/run.log" >> "$work/results-check.log"
-                verdict no "Gradescope, the lesson-01 zip, the $which's files" "$work/results-check.log"
+                say no "Gradescope, the lesson-01 zip, the $which's files" "$work/results-check.log"
             fi
         done
     else
-        verdict no "Gradescope: the zip's setup.sh failed" "$work/setup.log"
+        say no "Gradescope: the zip's setup.sh failed" "$work/setup.log"
     fi
 fi
 finish
