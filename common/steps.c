@@ -40,7 +40,7 @@ void steps_open(int rank)
     close(fd);
 }
 
-static uint64_t moves;
+static uint64_t moves, entered;
 
 /* A mark: its field, then the count, which a reader compares only with
  * what it read before (a torn read of it is a move, at worst). */
@@ -60,8 +60,11 @@ static char current_step[STEPS_FIELD];
 void steps_enter(const char *step)
 {
     snprintf(current_step, sizeof current_step, "%s", step ? step : "");
-    if (page != NULL)
+    if (page != NULL) {
         write_field(page, step);
+        entered++;
+        memcpy(page + STEPS_ENTERED, &entered, sizeof entered);
+    }
 }
 
 const char *steps_current(void)

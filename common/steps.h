@@ -16,12 +16,14 @@
 
 /* The file is two fixed fields of STEPS_FIELD bytes, the step and then the
  * MPI call, each a NUL-padded line, so a reader never sees a half-written
- * record longer than a field; then STEPS_MOVES, a count (a uint64_t) of
+ * record longer than a field; then two counts (uint64_t): at STEPS_MOVES
  * the marks made, steps entered and MPI calls entered and left, which
- * moves on as long as the rank does: the harness calls a run whose every
- * rank sits inside an MPI call while no count moves a deadlock. */
+ * moves on as long as the rank does; at STEPS_ENTERED the steps entered.
+ * The harness calls a run whose every rank sits inside an MPI call while
+ * no count moves a deadlock, and one whose every rank goes on making MPI
+ * calls while none enters a step an endless loop of calls. */
 enum { STEPS_FIELD = 96, STEPS_MOVES = 2 * STEPS_FIELD,
-       STEPS_PAGE = STEPS_MOVES + 8 };
+       STEPS_ENTERED = STEPS_MOVES + 8, STEPS_PAGE = STEPS_ENTERED + 8 };
 
 /* Opens this rank's file (ZZ_STEPS_DIR/rank-RANK). Call once, early. */
 void steps_open(int rank);

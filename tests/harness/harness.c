@@ -777,32 +777,53 @@ static void waiter_kill_keeper(int signal)
 typedef struct {
     const char *dir;
     int ranks;
-    uint64_t *moves;    /* each rank's count when last read */
+    uint64_t *moves;    /* each rank's counts when last read (steps.h) */
+    uint64_t *entered;
     double since;       /* when a count last moved, or a rank was outside
                            MPI */
+    double loop_since;  /* when a rank last entered a step or made no MPI
+                           call between two looks */
+    double calling_at;  /* the last look that found every rank calling
+                           MPI, none entering a step */
+    double calling_s;   /* and since when they had been, then */
+    double ended_at;    /* when the run ended */
 } stall_watch;
 
 static void read_steps(const char *path, char *step, char *call, size_t len,
-                       uint64_t *moves);
+                       uint64_t *moves, uint64_t *entered);
 
-/* Whether every rank has sat inside an MPI call, none moving on, for
- * HARNESS_STALL_S (steps.h). */
-static bool stalled(stall_watch *watch)
+/* Looks at the ranks' steps files (steps.h): whether every rank has sat
+ * inside an MPI call, none moving on, for HARNESS_STALL_S (a deadlock), or
+ * has gone on making MPI calls without entering a step for HARNESS_LOOP_S
+ * (an endless loop of calls, *looping). */
+static bool stalled(stall_watch *watch, bool *looping)
 {
-    bool still = true;
+    bool still = true, calling = true, stepped = false;
     for (int r = 0; r < watch->ranks; r++) {
         char path[PATH_MAX], step[STEPS_FIELD], call[STEPS_FIELD];
-        uint64_t moves = 0;
+        uint64_t moves = 0, entered = 0;
         path_of(path, "%s/rank-%d", watch->dir, r);
-        read_steps(path, step, call, sizeof step, &moves);
+        read_steps(path, step, call, sizeof step, &moves, &entered);
         if (call[0] == '\0' || moves != watch->moves[r])
             still = false;
+        if (moves == watch->moves[r] || step[0] == '\0')
+            calling = false;
+        if (entered != watch->entered[r])
+            stepped = true;
         watch->moves[r] = moves;
+        watch->entered[r] = entered;
     }
     double now = timer_now();
     if (!still)
         watch->since = now;
-    return now - watch->since >= HARNESS_STALL_S;
+    if (!calling || stepped)
+        watch->loop_since = now;
+    else {
+        watch->calling_at = now;
+        watch->calling_s = now - watch->loop_since;
+    }
+    *looping = now - watch->loop_since >= HARNESS_LOOP_S;
+    return *looping || now - watch->since >= HARNESS_STALL_S;
 }
 
 /* harness_run, and for an MPI run with `watch`, stopped early when it
@@ -879,19 +900,21 @@ static run_result run_watched(char *const argv[], char *const env[],
     char isolation = 0;
     double looked = start;
     if (watch != NULL)
-        watch->since = start;
+        watch->since = watch->loop_since = start;
     for (;;) {
         bool done = waitpid(waiter, &status, WNOHANG) == waiter;
         if (done)
             break;
-        bool stall = false;
+        bool stall = false, looping = false;
         if (watch != NULL && timer_now() - looked >= 0.2) {
             looked = timer_now();
-            stall = stalled(watch);
+            stall = stalled(watch, &looping);
         }
         if (stall || timer_now() - start > timeout_s) {
             result.timed_out = true;
-            if (stall)
+            if (looping)
+                result.looping_s = watch->calling_s;
+            if (stall && !looping)
                 result.stalled_s = HARNESS_STALL_S;
             /* The waiter's process group holds the keeper, which passes
              * the first signal on; killing the keeper ends its namespace.
@@ -941,6 +964,8 @@ static run_result run_watched(char *const argv[], char *const env[],
     result.isolated = isolation == 'N';
 
     result.seconds = timer_now() - start;
+    if (watch != NULL)
+        watch->ended_at = timer_now();
     if (got == (ssize_t)sizeof report) {
         result.started = !(WIFEXITED(status) && WEXITSTATUS(status) == 127);
         if (WIFEXITED(status))
@@ -990,9 +1015,10 @@ const char *harness_program(const char *lesson, const char *program)
 }
 
 /* Reads a steps file (two NUL-padded lines: step, MPI call; then the count
- * of marks, into *moves); see common/steps.h. */
+ * of marks, into *moves, and of steps entered, into *entered); see
+ * common/steps.h. */
 static void read_steps(const char *path, char *step, char *call, size_t len,
-                       uint64_t *moves)
+                       uint64_t *moves, uint64_t *entered)
 {
     enum { FIELD = STEPS_FIELD };
     char page[STEPS_PAGE] = { 0 };
@@ -1007,6 +1033,7 @@ static void read_steps(const char *path, char *step, char *call, size_t len,
     snprintf(call, len, "%.*s", (int)strcspn(page + FIELD, "\n"),
              page + FIELD);
     memcpy(moves, page + STEPS_MOVES, sizeof *moves);
+    memcpy(entered, page + STEPS_ENTERED, sizeof *entered);
 }
 
 /* "rank 0: TODO 4: assemble y, inside MPI_Allgatherv; rank 1: ...", from
@@ -1019,9 +1046,9 @@ static char *describe_steps(const char *dir, int ranks)
     text[0] = '\0';
     for (int r = 0; r < ranks; r++) {
         char path[PATH_MAX], step[STEPS_FIELD], call[STEPS_FIELD];
-        uint64_t moves;
+        uint64_t moves, entered;
         path_of(path, "%s/rank-%d", dir, r);
-        read_steps(path, step, call, sizeof step, &moves);
+        read_steps(path, step, call, sizeof step, &moves, &entered);
         used += (size_t)snprintf(text + used, cap - used, "%srank %d: %s%s%s",
                                  r ? "; " : "", r,
                                  step[0] ? step : "(no step reported)",
@@ -1285,8 +1312,8 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     mpi_env[env_count] = NULL;
 
     enum { MOST_WATCHED = 64 };
-    uint64_t moves[MOST_WATCHED] = { 0 };
-    stall_watch watch = { steps_dir, ranks, moves, 0 };
+    uint64_t moves[MOST_WATCHED] = { 0 }, entered[MOST_WATCHED] = { 0 };
+    stall_watch watch = { steps_dir, ranks, moves, entered, 0, 0, 0, 0, 0 };
     run_result result = run_watched(argv, mpi_env, timeout_s,
                                     ranks <= MOST_WATCHED ? &watch
                                                                 : NULL);
@@ -1296,6 +1323,13 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
     if (strstr(result.err, "time limit for job execution has been reached")
         != NULL)
         result.timed_out = true;
+    /* Stopped at a time limit (the harness's or mpirun's) while every
+     * rank had been calling MPI without entering a step, for 2 s or more,
+     * up to the last look or two: an endless loop of calls. */
+    if (result.timed_out && result.stalled_s == 0 &&
+        result.looping_s == 0 && watch.calling_s >= 2.0 &&
+        watch.ended_at - watch.calling_at <= 1.0)
+        result.looping_s = watch.calling_s;
     if (result.timed_out || result.signal != 0 || result.exit_status != 0)
         result.where = describe_steps(steps_dir, ranks);
     result.leftovers = remove_folder(steps_dir, ranks);
@@ -1705,6 +1739,13 @@ void harness_expect_success(const run_result *result, const char *what)
                                        : "crashed",
                      corrupted, result->where ? " Where each rank was: " : "",
                      result->where ? result->where : "");
+    if (result->timed_out && result->looping_s > 0 && result->where != NULL)
+        ck_abort_msg("no answer from %s in %.0f s: an endless loop of MPI "
+                     "calls, not a deadlock (every rank was still making MPI "
+                     "calls, and none had left its step for %.0f s: check "
+                     "the loop around them, its counter and its end). Where "
+                     "each rank was: %s", what, result->seconds,
+                     result->looping_s, result->where);
     if (result->timed_out && result->stalled_s > 0 && result->where != NULL)
         ck_abort_msg("no answer from %s in %.0f s: a deadlock (every rank "
                      "waited inside an MPI call for %.0f s, none moving on). "

@@ -83,6 +83,11 @@ typedef struct {
     double stalled_s;  /* MPI runs stopped early: every rank sat inside an
                           MPI call, none moving on, for this long
                           (HARNESS_STALL_S); else 0 */
+    double looping_s;  /* MPI runs that timed out, or were stopped early
+                          (HARNESS_LOOP_S): for how long every rank had
+                          been making MPI calls with none entering a step,
+                          as in an endless loop of calls (not a deadlock);
+                          else 0 */
     int exit_status;   /* when it exited by itself */
     int signal;        /* when a signal ended it, else 0 */
     double seconds;
@@ -141,10 +146,19 @@ const char *harness_program(const char *lesson, const char *program);
  * HARNESS_STALL_S is stopped then, as a deadlock, not at the time limit:
  * nothing but the MPI library runs in such a run, and the longest single
  * call of these lessons' tests takes well under a second even with four
- * ranks on two busy cores, so six seconds of no move is no slow program. Open MPI's shared-memory files go to the same
+ * ranks on two busy cores, so six seconds of no move is no slow program.
+ * So is one whose ranks all go on making MPI calls without entering a step
+ * for HARNESS_LOOP_S (result.looping_s), and a run that meets its time limit
+ * with every rank still calling MPI says so too. Open MPI's shared-memory files go to the same
  * folder; any that the ranks leave behind are counted in result.leftovers
  * and removed. */
 #define HARNESS_STALL_S 6.0
+/* A run whose every rank made MPI calls in each 0.2 s look for this long,
+ * while no rank entered a new step, is stopped as an endless loop of calls
+ * (a ring whose step counter never moves): the drivers enter a step at
+ * each phase of their work, and no phase of these lessons' tests makes
+ * calls for more than a second or two. */
+#define HARNESS_LOOP_S 15.0
 run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
                            char *const args[], char *const env[],
                            double timeout_s);
