@@ -103,7 +103,11 @@ static struct {
     size_t pending_count, pending_room;
     /* The blocks device_host_alloc gave, so that a copy's host end is
      * bounds-checked as its device end is. */
-    struct host_block { uintptr_t start; size_t bytes; } *host_blocks;
+    struct host_block {
+        uintptr_t start;
+        size_t bytes;
+        const char *allocated_in;  /* the host code then, or NULL */
+    } *host_blocks;
     size_t host_block_count, host_block_room;
     double waited_to_device, waited_to_host;
     device_books cuda_books;     /* the books where there is no arena */
@@ -851,7 +855,7 @@ static void *host_block_kept(void *block, size_t bytes)
         device.host_blocks = grow(device.host_blocks, &device.host_block_room,
                                   sizeof *device.host_blocks);
     device.host_blocks[device.host_block_count++] =
-        (struct host_block){ (uintptr_t)block, bytes };
+        (struct host_block){ (uintptr_t)block, bytes, host_code_now() };
     unlock();
     return block;
 }
@@ -885,14 +889,18 @@ static int check_host_range(const char *function, const char *which,
         const size_t offset = (size_t)(at - b->start);
         if (bytes <= b->bytes - offset)
             return 0;
+        /* Either end may be wrong: the copy (the code running now) or
+         * the block's size (the code that allocated it). */
+        const char *now = host_code_now(), *then = b->allocated_in;
         snprintf(error, error_len, "%s: %s, %zu bytes from byte %zu of a "
-                 "host block of %zu bytes (device_host_alloc), runs %zu "
-                 "bytes past its end: check the offset and the count, and "
-                 "the size the block was allocated with%s%s%s",
+                 "host block of %zu bytes (device_host_alloc%s%s), runs %zu "
+                 "bytes past its end: check the offset and the count%s%s%s, "
+                 "and the size the block was allocated with%s",
                  function, which, bytes, offset, b->bytes,
-                 bytes - (b->bytes - offset), host_code_now() ? " (in " : "",
-                 host_code_now() ? host_code_now() : "",
-                 host_code_now() ? ")" : "");
+                 then ? ", in " : "", then ? then : "",
+                 bytes - (b->bytes - offset), now ? " (in " : "",
+                 now ? now : "", now ? ")" : "",
+                 then ? " (there)" : "");
         return -1;
     }
     return 0;
