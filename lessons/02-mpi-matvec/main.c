@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,18 @@ static size_t first_difference(const double *a, const double *b, size_t n)
     return n;
 }
 
+/* The line of a check that found something wrong, into `why`; returns
+ * the TODO it names. */
+static int wrong(int todo, char *why, size_t why_len, const char *format,
+                 ...)
+{
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(why, why_len, format, arguments);
+    va_end(arguments);
+    return todo;
+}
+
 /* Checks the row split against A and x made here again from the seed, not
  * against what this rank holds: a rank that never received x must not find
  * its y "right" because it used the same wrong x twice. Returns the TODO of
@@ -154,14 +167,14 @@ static int check_rows(const run_config *c, const double *A,
     int todo = 0;
     size_t k = first_difference(x, r->x, n);
     if (k < n)
-        todo = 3, snprintf(why, why_len, "matvec_mpi: rank %d: after "
-                           "share_x, x[%zu] is %.17g, not rank 0's %.17g: "
-                           "every rank needs rank 0's x (TODO 3)", c->rank, k,
-                           r->x[k], x[k]);
+        todo = wrong(3, why, why_len, "matvec_mpi: rank %d: after "
+                     "share_x, x[%zu] is %.17g, not rank 0's %.17g: "
+                     "every rank needs rank 0's x (TODO 3)", c->rank, k,
+                     r->x[k], x[k]);
     else if (memcmp(&r->x[n], &guard, sizeof guard) != 0)
-        todo = 3, snprintf(why, why_len, "matvec_mpi: rank %d: share_x wrote "
-                           "past the end of x, into x[%zu] (TODO 3)", c->rank,
-                           n);
+        todo = wrong(3, why, why_len, "matvec_mpi: rank %d: share_x wrote "
+                     "past the end of x, into x[%zu] (TODO 3)", c->rank,
+                     n);
     else {
         size_t i = begin;
         for (; i < end; i++) {
@@ -170,19 +183,19 @@ static int check_rows(const run_config *c, const double *A,
                 break;
         }
         if (i < end)
-            todo = 2, snprintf(why, why_len, "matvec_mpi: rank %d: row %zu "
-                               "of the block generate_my_rows gave is not row "
-                               "%zu of A: its first row is row begin (TODO 2)",
-                               c->rank, i - begin, i);
+            todo = wrong(2, why, why_len, "matvec_mpi: rank %d: row %zu "
+                         "of the block generate_my_rows gave is not row "
+                         "%zu of A: its first row is row begin (TODO 2)",
+                         c->rank, i - begin, i);
         else if (memcmp(&r->y[c->m], &guard, sizeof guard) != 0)
-            todo = 4, snprintf(why, why_len, "matvec_mpi: rank %d: assemble_y "
-                               "wrote past the end of y, into y[%zu] (TODO 4)",
-                               c->rank, c->m);
+            todo = wrong(4, why, why_len, "matvec_mpi: rank %d: assemble_y "
+                         "wrote past the end of y, into y[%zu] (TODO 4)",
+                         c->rank, c->m);
         else if ((k = first_difference(my_y, &r->y[begin], end - begin)) <
                  end - begin)
-            todo = 4, snprintf(why, why_len, "matvec_mpi: rank %d: after "
-                               "assemble_y, y[%zu] is not the value this rank "
-                               "computed (TODO 4)", c->rank, begin + k);
+            todo = wrong(4, why, why_len, "matvec_mpi: rank %d: after "
+                         "assemble_y, y[%zu] is not the value this rank "
+                         "computed (TODO 4)", c->rank, begin + k);
         else {
             /* Every row of y, as one call over all rows would give it
              * (common/kernels.h: the same bits however rows are split). */
@@ -312,31 +325,31 @@ static int check_columns(const run_config *c, const double *A,
             break;
     }
     if (i < c->m)
-        todo = 5, snprintf(why, why_len, "matvec_mpi: rank %d: row %zu of the "
-                           "block generate_my_columns gave is not columns "
-                           "%zu..%zu of A: its first column is column begin "
-                           "(TODO 5)", c->rank, i, begin, end - 1);
+        todo = wrong(5, why, why_len, "matvec_mpi: rank %d: row %zu of the "
+                     "block generate_my_columns gave is not columns "
+                     "%zu..%zu of A: its first column is column begin "
+                     "(TODO 5)", c->rank, i, begin, end - 1);
     else if (memcmp(&r->y[r->y_count], &guard, sizeof guard) != 0)
-        todo = 6, snprintf(why, why_len, "matvec_mpi: rank %d: "
-                           "reduce_scatter_y wrote past the end of its %zu "
-                           "rows of y (TODO 6)", c->rank, r->y_count);
+        todo = wrong(6, why, why_len, "matvec_mpi: rank %d: "
+                     "reduce_scatter_y wrote past the end of its %zu "
+                     "rows of y (TODO 6)", c->rank, r->y_count);
     else {
         /* Each y[i] is a sum of the same n products as one dot product's,
          * in another order: reference.h's bound for length n holds. */
-        comparison_t wrong = { 0 };
-        for (size_t k = 0; k < r->y_count && comparison_ok(&wrong); k++) {
+        comparison_t mismatch = { 0 };
+        for (size_t k = 0; k < r->y_count && comparison_ok(&mismatch); k++) {
             double want, bound;
             matrix_fill_random(row, 1, c->n, r->y_offset + k, 0, c->seed);
             reference_matvec(1, c->n, row, x, &want, &bound);
-            wrong = compare_within(&want, &r->y[k], &bound, 1);
-            wrong.first = k;
+            mismatch = compare_within(&want, &r->y[k], &bound, 1);
+            mismatch.first = k;
         }
-        if (!comparison_ok(&wrong))
-            todo = 6, snprintf(why, why_len, "matvec_mpi: rank %d: y[%zu] is "
-                               "%.17g, expected %.17g: the sum over every "
-                               "rank's partial y, for this rank's rows "
-                               "(TODO 6)", c->rank, r->y_offset + wrong.first,
-                               wrong.got, wrong.expected);
+        if (!comparison_ok(&mismatch))
+            todo = wrong(6, why, why_len, "matvec_mpi: rank %d: y[%zu] is "
+                         "%.17g, expected %.17g: the sum over every "
+                         "rank's partial y, for this rank's rows "
+                         "(TODO 6)", c->rank, r->y_offset + mismatch.first,
+                         mismatch.got, mismatch.expected);
     }
     matrix_free(row);
     matrix_free(x);
