@@ -141,6 +141,7 @@ static size_t first_difference(const double *a, const double *b, size_t n)
 
 /* The line of a check that found something wrong, into `why`; returns
  * the TODO it names. */
+__attribute__((format(printf, 4, 5)))
 static int wrong(int todo, char *why, size_t why_len, const char *format,
                  ...)
 {
