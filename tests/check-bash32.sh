@@ -24,9 +24,10 @@ if [ "${1:-}" = --tally ]; then
     shift 2
 fi
 echo "== scripts that macOS's bash 3.2 can start (tests/check-bash32.sh)"
+. tests/say.sh
+say_to "$tally" bash32
 if ! command -v python3 > /dev/null 2>&1; then
-    echo "  [skip] bash 3.2: python3 is not installed"
-    [ -z "$tally" ] || echo "0 0 1 bash32" >> "$tally"
+    say skip "bash 3.2: python3 is not installed"
     exit 0
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/zz-bash32-XXXXXX") || exit 2
@@ -118,7 +119,6 @@ PYTHON
 status=$?
 
 # scripts/portable.sh itself, in a copy of its folder, on a PATH made here.
-. tests/say.sh
 say_to "$tally" portable
 tree=$work/tree
 mkdir -p "$tree/scripts" "$work/g-only" "$work/none"
