@@ -452,14 +452,16 @@ lesson_producer = $(if $($(2)_PRODUCER_OBJS),$(call lesson_link,$(1),$(2),produc
 
 # The judge (the lesson's test program, with the instructor's hidden tests
 # when there are some) links no lesson object: it runs the lesson's
-# programs and its producer.
+# programs and its producer, and those of the earlier lessons whose objects
+# they link (to tell a failure that comes from the student's earlier code).
 lesson_judge = $(eval $(call link_rule,build/$(1)/tests/test_$(2),\
     $(call library_dir,$(1))/tests/test_$(2).o \
     $(patsubst tests/%.c,$(call library_dir,$(1))/tests/%.o,$(wildcard tests/hidden/test_$(2).c)) \
     $(addprefix $(call library_dir,$(1))/tests/,$(HARNESS_OBJS)) \
     $(if $($(2)_CUDA),$(call library_dir,$(1))/common/check_cuda.o) \
     $(call library_dir,$(1))/common/libcommon.a \
-    | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) $(if $($(2)_PRODUCER_OBJS),producer)) build/$(1)/tests/rank_watch,\
+    | $(addprefix build/$(1)/$(2)/,$($(2)_PROGRAMS) $(if $($(2)_PRODUCER_OBJS),producer)) build/$(1)/tests/rank_watch \
+    $(foreach lesson,$(call earlier_lessons,$(2)),$(addprefix build/$(1)/$(lesson)/,$($(lesson)_PROGRAMS))),\
     CC,CHECK_LIBS $(if $($(2)_CUDA),CUDA_LIBS)))
 
 # Every object a lesson's programs, producer and benchmark link: those

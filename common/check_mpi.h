@@ -86,6 +86,16 @@ void mpi_enter_boundary_or_exit(const char *program, FILE *report,
                                 const char *out, int rank,
                                 const char *const *report_names);
 
+/* After the student's code, on every rank together: the ranks meet, then
+ * mark "done" for the watch, which reads what each rank's sockets carried.
+ * A rank's last sends can still sit in its kernel's socket buffer when its
+ * own code returns (MPI hands them over; the wire takes them once the
+ * receiver reads); once every rank has left the student's code, every byte
+ * the student sent has been received, so the count is whole. The meeting
+ * is the profiling interface's (PMPI_Barrier): given code, not counted in
+ * the comm ledger. */
+void mpi_mark_done(void);
+
 /* For an MPI program that takes no flags and starts MPI in its own code
  * (lesson 00's hello_mpi), called first thing in main. With nothing on the
  * command line it returns at once and leaves MPI alone. Otherwise it starts

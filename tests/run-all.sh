@@ -194,6 +194,10 @@ echo
 tests/check-macos.sh --tally "$tally" || status=1
 echo
 
+# make check T=N's choice of tests, and its stop after a hang.
+tests/check-todo.sh --tally "$tally" || status=1
+echo
+
 # What GitHub Classroom and Gradescope read (make test-full: their
 # commands run too, on the solutions and the skeletons).
 tests/check-platforms.sh $($full && echo --full) --tally "$tally" || status=1

@@ -280,7 +280,7 @@ static split_run run_rows(const run_config *c)
     r.y_offset = 0;
     r.y_count = c->m;
     steps_enter("report");
-    boundary_mark("done");
+    mpi_mark_done();
     write_report(c, &r, begin, end);
 
     steps_enter("check");
@@ -389,7 +389,7 @@ static split_run run_columns(const run_config *c)
     r.y[r.y_count] = guard;
     reduce_scatter_y(partial_y, r.y, c->m, MPI_COMM_WORLD);
     steps_enter("report");
-    boundary_mark("done");
+    mpi_mark_done();
     write_report(c, &r, begin, end);
 
     /* Checking is not part of the algorithm's memory: it comes after the

@@ -238,7 +238,7 @@ int main(int argc, char **argv)
         run_once(&c, counts[k]);
     if (repeat > 0)
         run_repeated(&c, counts[how_many - 1], repeat);
-    boundary_mark("done");
+    mpi_mark_done();
     /* What every call of your code counted, for the tests to compare with
      * what the kernel saw cross (the watch). */
     if (c.report != NULL)

@@ -35,6 +35,11 @@
  *                                 send buffer; "dead-waited", no such
  *                                 call, and the caller waits itself (the
  *                                 ledger must stop the last three)
+ *   ledger_probe --aliased        every rank gives MPI_Allreduce one
+ *                                 buffer to send from and receive into,
+ *                                 which MPI refuses (MPI_ERR_BUFFER):
+ *                                 MPI_CHECK's line must say to pass
+ *                                 MPI_IN_PLACE
  *   ledger_probe --hang           rank 0 waits for a message that never
  *                                 comes, inside a named step, so that the
  *                                 harness's deadlock report and clean-up
@@ -253,13 +258,19 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np 3 ledger_probe OUT_DIR|--open "
                     "OUT_DIR|--seconds MS OUT_DIR|--refuse KIND|--frames KIND|"
-                    "--hang\n");
+                    "--aliased|--hang\n");
         mpi_exit_all(2);
     }
     if (three) {
         time_calls(atol(argv[2]), argv[3], rank);
         MPI_CHECK(MPI_Finalize());
         return 0;
+    }
+    if (strcmp(argv[1], "--aliased") == 0) {
+        double sums[N] = { 0 };
+        MPI_CHECK(MPI_Allreduce(sums, sums, N, MPI_DOUBLE, MPI_SUM,
+                                MPI_COMM_WORLD));
+        mpi_exit_all(0);
     }
     if (strcmp(argv[1], "--hang") == 0) {
         double x;

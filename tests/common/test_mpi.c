@@ -314,6 +314,27 @@ START_TEST(ledger_stops_buffers_on_returned_frames)
 }
 END_TEST
 
+/* MPI refuses one buffer given to a reduction both to send from and to
+ * receive into (MPI_ERR_BUFFER, under Open MPI and MPICH alike), in words
+ * that do not say why: MPI_CHECK's line says what to pass instead. */
+START_TEST(mpi_check_explains_aliased_buffers)
+{
+    char *args[] = { "--aliased", NULL };
+    run_result r = harness_run_mpi("tests/common", "ledger_probe", 3, args,
+                                   NULL, 20);
+    ck_assert_msg(!r.timed_out && r.exit_status == 1, "--aliased: expected "
+                  "exit status 1, got %d%s:\n%s", r.exit_status,
+                  r.timed_out ? " (timed out)" : "", r.err);
+    const char *want = "MPI_Allreduce(sums, sums, N, MPI_DOUBLE, MPI_SUM, "
+                       "MPI_COMM_WORLD) failed";
+    ck_assert_msg(strstr(r.err, want) != NULL && strstr(r.err, "pass "
+                  "MPI_IN_PLACE as the send buffer") != NULL, "--aliased: "
+                  "expected \"%s\" and the MPI_IN_PLACE hint in:\n%s", want,
+                  r.err);
+    run_result_free(&r);
+}
+END_TEST
+
 /* ---- the collectives (common/collectives.h), on 1 to 4 ranks ---- */
 
 /* A buffer not divisible by 2, 3 or 4, each rank's block several chunks
@@ -875,6 +896,9 @@ Suite *lesson_suite(void)
     harness_add(suite, "comm ledger: buffers of open requests on returned "
                 "frames stopped, on live ones kept",
                 ledger_stops_buffers_on_returned_frames, 0, 90);
+    harness_add(suite, "MPI_CHECK: an aliased reduction's failure says "
+                "to pass MPI_IN_PLACE", mpi_check_explains_aliased_buffers,
+                0, 30);
     for (int ranks = 1; ranks <= 4; ranks++) {
         static char names[4][96];
         snprintf(names[ranks - 1], sizeof names[ranks - 1], "collectives: "

@@ -779,6 +779,7 @@ typedef struct {
     int ranks;
     uint64_t *moves;    /* each rank's counts when last read (steps.h) */
     uint64_t *entered;
+    double *moved_at;   /* when each rank's count last moved */
     double since;       /* when a count last moved, or a rank was outside
                            MPI */
     double loop_since;  /* when a rank last entered a step or made no MPI
@@ -796,9 +797,15 @@ static void read_steps(const char *path, char *step, char *call, size_t len,
  * inside an MPI call, none moving on, for HARNESS_STALL_S (a deadlock), or
  * has gone on making MPI calls without entering a step for HARNESS_LOOP_S
  * (an endless loop of calls, *looping). */
+/* A rank whose count has not moved for this long waits (a deadlock, or
+ * work outside MPI); less is a rank that the scheduler left out of a look
+ * or two, on a machine busier than it has cores. */
+#define HARNESS_LOOP_PAUSE_S 1.0
+
 static bool stalled(stall_watch *watch, bool *looping)
 {
     bool still = true, calling = true, stepped = false;
+    double now = timer_now();
     for (int r = 0; r < watch->ranks; r++) {
         char path[PATH_MAX], step[STEPS_FIELD], call[STEPS_FIELD];
         uint64_t moves = 0, entered = 0;
@@ -806,14 +813,16 @@ static bool stalled(stall_watch *watch, bool *looping)
         read_steps(path, step, call, sizeof step, &moves, &entered);
         if (call[0] == '\0' || moves != watch->moves[r])
             still = false;
-        if (moves == watch->moves[r] || step[0] == '\0')
+        if (moves != watch->moves[r])
+            watch->moved_at[r] = now;
+        if (now - watch->moved_at[r] >= HARNESS_LOOP_PAUSE_S ||
+            step[0] == '\0')
             calling = false;
         if (entered != watch->entered[r])
             stepped = true;
         watch->moves[r] = moves;
         watch->entered[r] = entered;
     }
-    double now = timer_now();
     if (!still)
         watch->since = now;
     if (!calling || stepped)
@@ -899,8 +908,11 @@ static run_result run_watched(char *const argv[], char *const env[],
     close(report_pipe[1]);
     char isolation = 0;
     double looked = start;
-    if (watch != NULL)
+    if (watch != NULL) {
         watch->since = watch->loop_since = start;
+        for (int r = 0; r < watch->ranks; r++)
+            watch->moved_at[r] = start;
+    }
     for (;;) {
         bool done = waitpid(waiter, &status, WNOHANG) == waiter;
         if (done)
@@ -1313,7 +1325,9 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
 
     enum { MOST_WATCHED = 64 };
     uint64_t moves[MOST_WATCHED] = { 0 }, entered[MOST_WATCHED] = { 0 };
-    stall_watch watch = { steps_dir, ranks, moves, entered, 0, 0, 0, 0, 0 };
+    double moved_at[MOST_WATCHED] = { 0 };
+    stall_watch watch = { steps_dir, ranks, moves, entered, moved_at, 0, 0,
+                          0, 0, 0 };
     run_result result = run_watched(argv, mpi_env, timeout_s,
                                     ranks <= MOST_WATCHED ? &watch
                                                                 : NULL);
@@ -1703,13 +1717,29 @@ static const char *mpi_error_meaning(const char *err)
     return "";
 }
 
-void harness_expect_success(const run_result *result, const char *what)
+/* harness_run_failure's answer: the message, and true. */
+static bool said(char *why, size_t size, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool said(char *why, size_t size, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    vsnprintf(why, size, format, args);
+    va_end(args);
+    return true;
+}
+
+bool harness_run_failure(const run_result *result, const char *what,
+                         char *why, size_t size, bool *not_started)
 {
     char line[1024], heap[256], step[256], name[64];
+    *not_started = false;
     if (!result->started)
-        ck_abort_msg("could not start %s: %s", what, result->err);
-    if (not_started_line(result->err, line, sizeof line) != NULL)
-        _ck_assert_failed(__FILE__, __LINE__, "not started", "%s", line);
+        return said(why, size, "could not start %s: %s", what, result->err);
+    if (not_started_line(result->err, line, sizeof line) != NULL) {
+        *not_started = true;
+        return said(why, size, "%s", line);
+    }
     /* A sanitizer's report first: it names the error where it happened,
      * before any later crash or wrong result it would lead to. */
     char frame[256];
@@ -1717,11 +1747,12 @@ void harness_expect_success(const run_result *result, const char *what)
          result->exit_status != 0) &&
         sanitizer_report(result->err, line, sizeof line, frame,
                          sizeof frame) != NULL)
-        ck_abort_msg("%s: %s%s%s. The program ran built with the sanitizers, "
-                     "which stop it at the first memory error, undefined "
-                     "behaviour or data race, even one that leaves the "
-                     "results right", what, line, frame[0] ? ", " : "",
-                     frame);
+        return said(why, size,
+                    "%s: %s%s%s. The program ran built with the sanitizers, "
+                    "which stop it at the first memory error, undefined "
+                    "behaviour or data race, even one that leaves the "
+                    "results right", what, line, frame[0] ? ", " : "",
+                    frame);
     /* A corrupted heap first: a rank that finds its heap corrupted often
      * hangs while reporting it (its signal handler needs the very heap),
      * and that is not a deadlock. */
@@ -1729,39 +1760,45 @@ void harness_expect_success(const run_result *result, const char *what)
                                                  sizeof heap);
     if (corrupted != NULL && (result->timed_out || result->signal != 0 ||
                               result->exit_status != 0))
-        ck_abort_msg("%s %s: its heap was corrupted (\"%s\"). That "
-                     "happens when code writes past the end (or before the "
-                     "start) of memory it allocated, or frees a block "
-                     "twice; check every index and count against the size "
-                     "allocated.%s%s", what,
-                     result->timed_out ? "stopped answering, and not from "
-                                         "a deadlock"
-                                       : "crashed",
-                     corrupted, result->where ? " Where each rank was: " : "",
-                     result->where ? result->where : "");
+        return said(why, size,
+                    "%s %s: its heap was corrupted (\"%s\"). That "
+                    "happens when code writes past the end (or before the "
+                    "start) of memory it allocated, or frees a block "
+                    "twice; check every index and count against the size "
+                    "allocated.%s%s", what,
+                    result->timed_out ? "stopped answering, and not from "
+                                        "a deadlock"
+                                      : "crashed",
+                    corrupted, result->where ? " Where each rank was: " : "",
+                    result->where ? result->where : "");
     if (result->timed_out && result->looping_s > 0 && result->where != NULL)
-        ck_abort_msg("no answer from %s in %.0f s: an endless loop of MPI "
-                     "calls, not a deadlock (every rank was still making MPI "
-                     "calls, and none had left its step for %.0f s: check "
-                     "the loop around them, its counter and its end). Where "
-                     "each rank was: %s", what, result->seconds,
-                     result->looping_s, result->where);
+        return said(why, size,
+                    "no answer from %s in %.0f s: an endless loop of MPI "
+                    "calls, not a deadlock (every rank was still making MPI "
+                    "calls, and none had left its step for %.0f s: check "
+                    "the loop around them, its counter and its end). Where "
+                    "each rank was: %s", what, result->seconds,
+                    result->looping_s, result->where);
     if (result->timed_out && result->stalled_s > 0 && result->where != NULL)
-        ck_abort_msg("no answer from %s in %.0f s: a deadlock (every rank "
-                     "waited inside an MPI call for %.0f s, none moving on). "
-                     "Where each rank was: %s", what, result->seconds,
-                     result->stalled_s, result->where);
+        return said(why, size,
+                    "no answer from %s in %.0f s: a deadlock (every rank "
+                    "waited inside an MPI call for %.0f s, none moving on). "
+                    "Where each rank was: %s", what, result->seconds,
+                    result->stalled_s, result->where);
     if (result->timed_out && result->where != NULL)
-        ck_abort_msg("no answer from %s in %.0f s: probably a deadlock (every "
-                     "rank waiting for another). Where each rank was: %s",
-                     what, result->seconds, result->where);
+        return said(why, size,
+                    "no answer from %s in %.0f s: probably a deadlock (every "
+                    "rank waiting for another). Where each rank was: %s",
+                    what, result->seconds, result->where);
     if (result->timed_out)
-        ck_abort_msg("no answer from %s in %.0f s: an endless loop, or a "
-                     "deadlock?", what, result->seconds);
+        return said(why, size,
+                    "no answer from %s in %.0f s: an endless loop, or a "
+                    "deadlock?", what, result->seconds);
     if (result->signal != 0)
-        ck_abort_msg("%s crashed: %s (signal %d, after %.1f s)", what,
-                     strsignal(result->signal), result->signal,
-                     result->seconds);
+        return said(why, size,
+                    "%s crashed: %s (signal %d, after %.1f s)", what,
+                    strsignal(result->signal), result->signal,
+                    result->seconds);
     /* Under mpirun a rank's crash is mpirun's exit status; mpirun names the
      * rank and the signal, and the rank's steps file says where it was. */
     int rank, signal_number;
@@ -1770,28 +1807,44 @@ void harness_expect_success(const run_result *result, const char *what)
         step_of_rank(result->where, rank, step, sizeof step);
         if (strncmp(step, "(no step", 8) == 0)
             step[0] = '\0';
-        ck_abort_msg("%s: rank %d crashed: %s (signal %d)%s%s%s", what, rank,
-                     name, signal_number, step[0] ? ", in " : "", step,
-                     signal_number == SIGSEGV || signal_number == SIGBUS
-                         ? ". It touched memory it does not own: an index "
-                           "past the end of a buffer, a count larger than "
-                           "the buffer, or a pointer never set"
-                         : "");
+        return said(why, size,
+                    "%s: rank %d crashed: %s (signal %d)%s%s%s", what, rank,
+                    name, signal_number, step[0] ? ", in " : "", step,
+                    signal_number == SIGSEGV || signal_number == SIGBUS
+                        ? ". It touched memory it does not own: an index "
+                          "past the end of a buffer, a count larger than "
+                          "the buffer, or a pointer never set"
+                        : "");
     }
     if (result->supervisor_lost)
-        ck_abort_msg("%s killed the harness's keeper of the run after %.1f s: "
-                     "code under test may signal only processes it started "
-                     "itself", what, result->seconds);
+        return said(why, size,
+                    "%s killed the harness's keeper of the run after %.1f s: "
+                    "code under test may signal only processes it started "
+                    "itself", what, result->seconds);
     if (result->exit_status == 0 && result->strays > 0)
-        ck_abort_msg("%s ended but left processes running; the harness "
-                     "killed them. A program must wait for what it starts.",
-                     what);
+        return said(why, size,
+                    "%s ended but left processes running; the harness "
+                    "killed them. A program must wait for what it starts.",
+                    what);
     if (result->exit_status != 0) {
         first_own_line(result->err, line, sizeof line);
-        ck_abort_msg("%s failed with exit status %d%s%s%s", what,
-                     result->exit_status, line[0] ? ": " : "", line,
-                     mpi_error_meaning(result->err));
+        return said(why, size,
+                    "%s failed with exit status %d%s%s%s", what,
+                    result->exit_status, line[0] ? ": " : "", line,
+                    mpi_error_meaning(result->err));
     }
+    return false;
+}
+
+void harness_expect_success(const run_result *result, const char *what)
+{
+    char why[4096];
+    bool not_started;
+    if (!harness_run_failure(result, what, why, sizeof why, &not_started))
+        return;
+    if (not_started)
+        _ck_assert_failed(__FILE__, __LINE__, "not started", "%s", why);
+    ck_abort_msg("%s", why);
 }
 
 void harness_write_input(const char *dir, const char *name,

@@ -393,4 +393,10 @@ int harness_occurrences(const char *text, const char *part);
  * file:line it printed. */
 void harness_expect_success(const run_result *result, const char *what);
 
+/* What harness_expect_success would stop the test with, into `why`, and
+ * true; false when the run succeeded. *not_started: it stopped at
+ * NOT_DONE(). For a test that looks for the cause elsewhere first. */
+bool harness_run_failure(const run_result *result, const char *what,
+                         char *why, size_t size, bool *not_started);
+
 #endif
