@@ -5,7 +5,7 @@
  * communication apart, and with --out DIR reports to the tests what each
  * rank computed, held and sent. You do not need to change this file.
  *
- *   mpirun -np 4 build/student/02-mpi-matvec/matvec_mpi --m 4096 --n 4096 */
+ *   scripts/mpirun -np 4 build/student/02-mpi-matvec/matvec_mpi --m 4096 --n 4096 */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>

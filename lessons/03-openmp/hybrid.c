@@ -6,7 +6,7 @@
  * thread level MPI provides, each rank's rows of A and all of x, the
  * assembly of y, the check, the timing, and the report for the tests.
  * Run: make check L=03, or
- *   OMP_NUM_THREADS=2 mpirun -np 2 --bind-to none build/student/03-openmp/hybrid
+ *   OMP_NUM_THREADS=2 scripts/mpirun -np 2 --bind-to none build/student/03-openmp/hybrid
  * (the lesson text explains the placement flags). */
 #include "hybrid.h"
 

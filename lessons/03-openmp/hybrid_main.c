@@ -11,7 +11,7 @@
  * each row), assembles y, checks it, times the local product, and, with
  * --out, writes its report for the tests.
  *
- *   OMP_NUM_THREADS=2 mpirun -np 2 --bind-to none build/student/03-openmp/hybrid */
+ *   OMP_NUM_THREADS=2 scripts/mpirun -np 2 --bind-to none build/student/03-openmp/hybrid */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdbool.h>

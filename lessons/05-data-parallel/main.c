@@ -7,7 +7,7 @@
  * is common/train.h's, which lessons 06 and 07 share: this file says what
  * each of its steps does here.
  *
- *   mpirun -np 2 build/student/05-data-parallel/train --steps 300
+ *   scripts/mpirun -np 2 build/student/05-data-parallel/train --steps 300
  * You do not need to change this file. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * rank's element k is a function of (seed, rank, k) (ring_data.h), so a
  * test can compute the exact sum by itself.
  *
- *   mpirun -np 4 build/student/05-data-parallel/ring_check --counts 0,1,3,1003
+ *   scripts/mpirun -np 4 build/student/05-data-parallel/ring_check --counts 0,1,3,1003
  *
  * With --split, your code gets a communicator that is not MPI_COMM_WORLD:
  * rank 0 alone, and ranks 1 to P-1 together in reverse order (world rank

@@ -6,8 +6,8 @@
  * common/train.h's, shared with lessons 05 and 07: the step below is what
  * it runs, every step, on every rank.
  *
- *   mpirun -np 4 build/student/06-zero/train_zero --stage 3
- *   mpirun -np 2 build/student/06-zero/train_zero --find-batch --memory-cap 2000000
+ *   scripts/mpirun -np 4 build/student/06-zero/train_zero --stage 3
+ *   scripts/mpirun -np 2 build/student/06-zero/train_zero --find-batch --memory-cap 2000000
  *
  * With --out, every rank reports to the tests: the parameters it holds at
  * the end, its own part of the fp32 master weights, the memory ledger's

@@ -8,7 +8,7 @@
  * the step below is what it runs, every step, on every rank.
  *
  *   build/student/07-offload/train_offload --device-memory 1500000
- *   mpirun -np 2 build/student/07-offload/train_offload --dpu 5
+ *   scripts/mpirun -np 2 build/student/07-offload/train_offload --dpu 5
  *   build/student/07-offload/train_offload --no-offload --device-memory 1500000
  *
  * --no-offload keeps everything on the device (lesson 06's stage 0, given

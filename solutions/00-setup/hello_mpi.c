@@ -3,7 +3,7 @@
  * greeting on rank 0 and print them in rank order (TODO 2); end MPI (TODO 3).
  * Given: the greeting itself, and refusing flags (it takes none).
  * Run: make check L=00, or
- *   mpirun -np 4 build/student/00-setup/hello_mpi */
+ *   scripts/mpirun -np 4 build/student/00-setup/hello_mpi */
 #include <stdio.h>
 #include <stdlib.h>
 
