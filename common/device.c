@@ -83,13 +83,16 @@ typedef struct {
     /* cpu, to the device: what its destination holds. Nothing can read
      * it while the arena is closed (UNSEEN); code that may read any block
      * finds NaN there (POISONED); a copy landed early, when the arena
-     * opened for another copy, holds its source's bytes (LANDED). */
+     * opened for another copy, holds its source's bytes (LANDED). To the
+     * host: LANDED when a later copy up was to overwrite its source. */
     enum { UNSEEN, POISONED, LANDED } destination;
     bool booked;                /* the books have it (landed early) */
-    /* cpu, to the device: a hash of the source when the copy started,
-     * and the host code that started it (device_name_host_code). */
+    /* cpu: a hash of the source when the copy started (host memory for a
+     * copy to the device, device memory for one to the host), and the
+     * host code that started it (device_name_host_code). */
     uint64_t source_hash;
     const char *started_in;
+    uint64_t order;             /* copies started before it: fewer */
 } pending_copy;
 
 static struct {
@@ -101,6 +104,7 @@ static struct {
     const device_cuda_backend *cuda;   /* while the cuda backend is used */
     pending_copy *pending;       /* started, not yet waited for */
     size_t pending_count, pending_room;
+    uint64_t copies_started;     /* the next copy's order */
     /* The blocks device_host_alloc gave, so that a copy's host end is
      * bounds-checked as its device end is. */
     struct host_block {
@@ -249,16 +253,29 @@ static void book(size_t bytes, int to_device);
  * destinations of pending copies to the device hold, before anything can
  * read them. Code that may read any block (device_start NULL: a kernel, a
  * collective) finds NaN in every one. A copy, whose device end is
- * [device_start, device_start + bytes), finds NaN in those it overlaps;
- * and when it is the only thing to open the arena, the others land now,
- * early. That is safe: their sources are what they will be at their
- * waits (the caller keeps them unchanged until then), only this copy runs
- * with the arena open until it closes again, and the next kernel to open
- * it finds NaN there again if they are still pending. Their waits then
- * need no open of their own: a run of tiles sent up and then waited for
- * one by one costs one open, not one a tile. (Called with the lock
- * held.) */
-static void open_arena(const void *device_start, size_t bytes)
+ * [device_start, device_start + bytes), finds NaN in those it overlaps,
+ * but for the copies to the device started before it (order below
+ * `after`): it reads what they wrote, as a GPU's one copy stream runs its
+ * copies in the order they start. When it is the only thing to open the
+ * arena, the others land now, early. That is safe: their sources are what
+ * they will be at their waits (the caller keeps them unchanged until
+ * then, and device_wait checks), only this copy runs with the arena open
+ * until it closes again, and the next kernel to open it finds NaN there
+ * again if they are still pending. Their waits then need no open of their
+ * own: a run of tiles sent up and then waited for one by one costs one
+ * open, not one a tile. (Called with the lock held.) */
+static void land(pending_copy *p)
+{
+    memcpy(p->dst, p->src, p->bytes);
+    p->destination = LANDED;
+    if (!p->booked) {
+        book(p->bytes, 1);
+        p->booked = true;
+    }
+}
+
+static void open_arena_after(const void *device_start, size_t bytes,
+                             uint64_t after)
 {
     const bool alone = arena.access++ == 0;
     if (alone)
@@ -273,18 +290,23 @@ static void open_arena(const void *device_start, size_t bytes)
         const bool seen = device_start == NULL ||
                           (first < end &&
                            first + (p->bytes > 0 ? p->bytes : 1) > begin);
-        if (seen && p->destination != POISONED) {
+        const bool earlier = device_start != NULL && p->order < after;
+        if (seen && earlier && p->destination != LANDED) {
+            land(p);
+        } else if (seen && !earlier && p->destination != POISONED) {
             memset(p->dst, 0xff, p->bytes);
             p->destination = POISONED;
         } else if (!seen && alone && p->destination != LANDED) {
-            memcpy(p->dst, p->src, p->bytes);
-            p->destination = LANDED;
-            if (!p->booked) {
-                book(p->bytes, 1);
-                p->booked = true;
-            }
+            land(p);
         }
     }
+}
+
+/* The arena opened for code, or for a copy that comes after no pending
+ * one. */
+static void open_arena(const void *device_start, size_t bytes)
+{
+    open_arena_after(device_start, bytes, 0);
 }
 
 static void close_arena(void)
@@ -1024,7 +1046,10 @@ static int copy_blocking(const char *function, void *dst, const void *src,
         if (status == 0)
             book(bytes, to_device);
     } else {
-        open_arena(to_device ? dst : src, bytes);
+        /* After every pending copy, as on a GPU's copy stream: a copy
+         * down reads what they write. */
+        open_arena_after(to_device ? dst : src, bytes,
+                         to_device ? 0 : UINT64_MAX);
         memcpy(dst, src, bytes);
         book(bytes, to_device);
         close_arena();
@@ -1078,25 +1103,58 @@ static uint64_t hash_of(const void *start, size_t bytes)
     return hash;
 }
 
-/* Stops the program if the host source of a copy to the device was
- * written between the copy's start and its wait. The cpu backend copies
- * at the wait, so the bytes written late would arrive; a GPU copies at
- * any moment in between, and would deliver some of the old ones. */
+/* Stops the program if the source of a copy was written between the
+ * copy's start and its wait: host memory (a copy to the device) by host
+ * code, device memory (a copy to the host) by a kernel, a collective or
+ * another copy. The cpu backend copies at the wait, so the bytes written
+ * late would arrive; a GPU copies at any moment in between, and would
+ * deliver some of the old ones. A copy to the host's source is read with
+ * the arena open (the caller's). */
 static void check_source_unchanged(const pending_copy *p)
 {
-    if (!p->to_device || hash_of(p->src, p->bytes) == p->source_hash)
+    if (hash_of(p->src, p->bytes) == p->source_hash)
         return;
-    char why[640];
-    snprintf(why, sizeof why, "the host memory at %p that a pending copy "
-             "of %zu bytes to the device reads (started%s%s) was written "
-             "between the copy's start and its wait. A GPU copies it at any "
-             "moment in between, so some of the new bytes would not "
-             "arrive: finish writing a source before you start its copy, "
+    char why[768];
+    snprintf(why, sizeof why, "the %s memory at %p that a pending copy of "
+             "%zu bytes to the %s reads (started%s%s) was written between "
+             "the copy's start and its wait%s. A GPU copies it at any moment "
+             "in between, so some of the new bytes would not arrive: %s, "
              "and leave it alone until device_wait returns",
-             p->src, p->bytes, p->started_in ? " in " : "",
-             p->started_in ? p->started_in : " by host code");
+             p->to_device ? "host" : "device", p->src, p->bytes,
+             p->to_device ? "device" : "host", p->started_in ? " in " : "",
+             p->started_in ? p->started_in : " by host code",
+             p->to_device ? "" : " (by a kernel, a collective or a copy)",
+             p->to_device ? "finish writing a source before you start its "
+                            "copy"
+                          : "start a copy down after the last write to its "
+                            "source (a gradient: after the collective that "
+                            "sums it)");
     unlock();
     device_check_failed("device_wait", why);
+}
+
+/* Before a copy to the device starts writing [dst, dst + bytes): the
+ * pending copies to the host that read any of it, started before it, land
+ * now, as a GPU's copy stream would have run them first, so they deliver
+ * what their source held (checked unchanged since their start). (Lock
+ * held.) */
+static void land_copies_down_from(const void *dst, size_t bytes)
+{
+    const uintptr_t begin = (uintptr_t)dst, end = begin + bytes;
+    for (size_t k = 0; k < device.pending_count; k++) {
+        pending_copy *p = &device.pending[k];
+        const uintptr_t from = (uintptr_t)p->src;
+        if (p->to_device || p->destination == LANDED || from >= end ||
+            from + p->bytes <= begin)
+            continue;
+        open_arena_after(p->src, p->bytes, p->order);
+        check_source_unchanged(p);
+        memcpy(p->dst, p->src, p->bytes);
+        book(p->bytes, 0);
+        close_arena();
+        p->destination = LANDED;
+        p->booked = true;
+    }
 }
 
 static int copy_async(const char *function, void *dst, const void *src,
@@ -1131,10 +1189,13 @@ static int copy_async(const char *function, void *dst, const void *src,
         unlock();
         return -1;
     }
+    if (device.cuda == NULL && to_device)
+        land_copies_down_from(dst, bytes);
     *copy = (device_copy){ .dst = dst, .src = src, .bytes = bytes,
                            .to_device = to_device, .pending = true };
     pending_copy record = { .copy = copy, .dst = dst, .src = src,
-                            .bytes = bytes, .to_device = to_device };
+                            .bytes = bytes, .to_device = to_device,
+                            .order = device.copies_started++ };
     if (device.cuda != NULL) {
         if (device.cuda->copy_async(copy, error, error_len) != 0) {
             unlock();
@@ -1143,8 +1204,13 @@ static int copy_async(const char *function, void *dst, const void *src,
         }
         record.event = copy->event;
     } else if (!to_device) {
-        /* Host memory: NaN until the wait, from now on. */
+        /* Host memory: NaN until the wait, from now on. The device source
+         * as it is now, read with the arena open, for its wait. */
         memset(dst, 0xff, bytes);
+        open_arena_after(src, bytes, record.order);
+        record.source_hash = hash_of(src, bytes);
+        close_arena();
+        record.started_in = code_here;
     } else {
         record.source_hash = hash_of(src, bytes);
         record.started_in = code_here;
@@ -1222,7 +1288,7 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         return -1;
     }
     check_unchanged(copy, record);
-    if (device.cuda == NULL)
+    if (device.cuda == NULL && record->to_device)
         check_source_unchanged(record);
     const pending_copy p = *record;
     /* Off the list first: opening the arena below must not make this
@@ -1235,7 +1301,12 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         status = device.cuda->wait(copy, error, error_len);
         book(p.bytes, p.to_device);
     } else if (p.destination != LANDED) {
-        open_arena(p.to_device ? p.dst : p.src, p.bytes);
+        /* (A copy down lands early when a later copy up overwrites its
+         * source: land_copies_down_from.) */
+        open_arena_after(p.to_device ? p.dst : p.src, p.bytes,
+                         p.to_device ? 0 : p.order);
+        if (!p.to_device)
+            check_source_unchanged(&p);
         memcpy(p.dst, p.src, p.bytes);
         if (!p.booked)
             book(p.bytes, p.to_device);

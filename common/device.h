@@ -28,11 +28,16 @@
  *         0xff: a NaN in fp32 and in bf16), so code that reads it too
  *         early sees NaN instead of a plausible stale value. Its source
  *         must not change before the wait either: a GPU copies it at any
- *         moment in between. The host source of a copy to the device is
- *         hashed at the start and at the wait, and a source written in
- *         between stops the program, naming the copy and the code that
- *         started it. A copy's host end, in a block of device_host_alloc,
- *         is bounds-checked as its device end is.
+ *         moment in between. The source of a copy (host memory up, device
+ *         memory down) is hashed at the start and at the wait, and a
+ *         source written in between (by host code; by a kernel, a
+ *         collective or a copy) stops the program, naming the copy and
+ *         the code that started it. Copies run in the order they start,
+ *         as through a GPU's one copy stream: a copy down started after a
+ *         copy up into its source delivers what that copy wrote, and one
+ *         started before it what was there before. A copy's host end, in
+ *         a block of device_host_alloc, is bounds-checked as its device
+ *         end is.
  *   cuda  a GPU, through the CUDA runtime (cudaMalloc, pinned host memory,
  *         a stream for copies, events to wait on). Opened only where the
  *         toolkit was built with nvcc and a device is present; otherwise

@@ -729,6 +729,97 @@ START_TEST(writing_a_source_under_a_pending_copy_stops)
 }
 END_TEST
 
+/* The same for a copy down, whose source is device memory, written here
+ * by a blocking copy into its last byte (as a kernel or a collective would
+ * write it): the cpu device would deliver the new byte, a GPU maybe not. */
+static void write_the_device_source(void)
+{
+    unsigned char *host, *block, four = 4;
+    char error[256];
+    device_copy copy;
+    open_cpu(MIB, 4);
+    host = device_host_alloc(MEMORY_HOST_STAGING, 300);
+    block = device_alloc(MEMORY_PARAMETERS, 300);
+    if (host == NULL || block == NULL ||
+        device_copy_to_host_async(host, block, 300, &copy, error,
+                                  sizeof error) != 0 ||
+        device_copy_to_device(block + 299, &four, 1, error,
+                              sizeof error) != 0)
+        _exit(91);
+    expect("device_wait: the device memory at %p that a pending copy of %zu "
+           "bytes to the host reads (started by host code) was written "
+           "between the copy's start and its wait (by a kernel, a "
+           "collective or a copy). A GPU copies it at any moment in "
+           "between, so some of the new bytes would not arrive: start a "
+           "copy down after the last write to its source (a gradient: "
+           "after the collective that sums it), and leave it alone until "
+           "device_wait returns\n", (void *)block, (size_t)300);
+    device_wait(&copy, error, sizeof error);
+}
+
+START_TEST(writing_a_device_source_under_a_pending_copy_stops)
+{
+    stopped s = run_stopping(write_the_device_source);
+    expect_stopped(&s, "a device source written before its copy's wait");
+}
+END_TEST
+
+/* Copies run in the order they start, as on a GPU's one copy stream,
+ * whichever is waited for first: a copy down started after a copy up into
+ * its source delivers what the copy up wrote; a copy down started before a
+ * copy up into its source delivers what was there before. Neither is a
+ * source written under a pending copy. */
+START_TEST(copies_run_in_the_order_they_start)
+{
+    open_cpu(MIB, -1);
+    enum { N = 200 };
+    unsigned char *old = device_host_alloc(MEMORY_HOST_STAGING, N);
+    unsigned char *new = device_host_alloc(MEMORY_HOST_STAGING, N);
+    unsigned char *back = device_host_alloc(MEMORY_HOST_STAGING, N);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, N);
+    ck_assert(old != NULL && new != NULL && back != NULL && block != NULL);
+    fill_bytes(old, N, 1);
+    fill_bytes(new, N, 2);
+    char error[256] = "";
+    ck_assert(device_copy_to_device(block, old, N, error, sizeof error) == 0);
+    for (int waits_down_first = 0; waits_down_first <= 1; waits_down_first++) {
+        device_copy up, down;
+        /* Up, then down: the new bytes come back. */
+        ck_assert(device_copy_to_device_async(block, new, N, &up, error,
+                                              sizeof error) == 0);
+        ck_assert(device_copy_to_host_async(back, block, N, &down, error,
+                                            sizeof error) == 0);
+        ck_assert_msg(device_wait(waits_down_first ? &down : &up, error,
+                                  sizeof error) == 0, "%s", error);
+        ck_assert_msg(device_wait(waits_down_first ? &up : &down, error,
+                                  sizeof error) == 0, "%s", error);
+        ck_assert_msg(memcmp(back, new, N) == 0, "a copy down started after "
+                      "a copy up into its source did not deliver the copy "
+                      "up's bytes (waits: %s first)",
+                      waits_down_first ? "down" : "up");
+        /* Down, then up (the old bytes back in): the new bytes come back,
+         * what the block held when the copy down started. */
+        ck_assert(device_copy_to_host_async(back, block, N, &down, error,
+                                            sizeof error) == 0);
+        ck_assert(device_copy_to_device_async(block, old, N, &up, error,
+                                              sizeof error) == 0);
+        ck_assert_msg(device_wait(waits_down_first ? &down : &up, error,
+                                  sizeof error) == 0, "%s", error);
+        ck_assert_msg(device_wait(waits_down_first ? &up : &down, error,
+                                  sizeof error) == 0, "%s", error);
+        ck_assert_msg(memcmp(back, new, N) == 0, "a copy down started before "
+                      "a copy up into its source did not deliver what the "
+                      "source held at its start (waits: %s first)",
+                      waits_down_first ? "down" : "up");
+    }
+    device_free(block);
+    device_host_free(back);
+    device_host_free(new);
+    device_host_free(old);
+    ck_assert_msg(device_close(error, sizeof error) == 0, "%s", error);
+}
+END_TEST
+
 /* After the wait, the same frees go through. */
 START_TEST(freeing_after_the_wait_is_fine)
 {
@@ -1071,6 +1162,11 @@ Suite *lesson_suite(void)
     harness_add(suite, "device: writing a copy's source before its wait "
                 "stops, status 1", writing_a_source_under_a_pending_copy_stops,
                 0, 10);
+    harness_add(suite, "device: copies run in the order they start",
+                copies_run_in_the_order_they_start, 0, 10);
+    harness_add(suite, "device: writing a copy down's device source before "
+                "its wait stops, status 1",
+                writing_a_device_source_under_a_pending_copy_stops, 0, 10);
     harness_add(suite, "device: freeing after the wait is fine",
                 freeing_after_the_wait_is_fine, 0, 10);
     harness_add(suite, "device: memory of the wrong kind stops, status 1",
