@@ -998,6 +998,12 @@ static int check_copy(const char *function, const void *dst, const void *src,
                  to_device ? "the source" : "the destination", bytes);
         status = -1;
     }
+    /* The host range's line names the code running itself; the others
+     * say it here, after their own words. */
+    const char *now = host_code_now();
+    if (status != 0 && now != NULL && strlen(error) + 1 < error_len)
+        snprintf(error + strlen(error), error_len - strlen(error),
+                 " (in %s)", now);
     if (status == 0)
         status = check_host_range(function,
                                   to_device ? "the source" : "the destination",

@@ -147,10 +147,16 @@ static void expect_same_bits(const char *name, const void *expected,
                      "(0x%0*x) and is %.9g (0x%0*x). Hint: %s", what, name,
                      (ptrdiff_t)i - (ptrdiff_t)first, n, want, digits,
                      want_bits, have, digits, have_bits, hint);
+    /* The moments come from the gradient alone: a wrong one is a wrong
+     * gradient term, most often the weight decay added to it. */
+    const bool moment = strcmp(name, "m") == 0 || strcmp(name, "v") == 0;
     ck_abort_msg("%s: %s[%zu] is %.9g (0x%0*x); adamw_step_mixed gives %.9g "
-                 "(0x%0*x), after %d step%s. Hint: %s", what, name, i - first,
-                 have, digits, have_bits, want, digits, want_bits, steps,
-                 steps == 1 ? "" : "s", hint);
+                 "(0x%0*x), after %d step%s. Hint: %s%s", what, name,
+                 i - first, have, digits, have_bits, want, digits, want_bits,
+                 steps, steps == 1 ? "" : "s", hint,
+                 moment ? " (m and v are made of the gradient alone: "
+                          "AdamW's weight decay is decoupled, applied to "
+                          "the weight, never added to the gradient)" : "");
 }
 
 /* ---- TODO 1 and 2: the same bits as adamw_step_mixed ----------------------- */
@@ -1357,6 +1363,8 @@ START_TEST(offload_fits_a_small_device_and_learns)
     ck_assert_msg(peak <= SMALL_DEVICE, "the device held %llu bytes, over "
                   "its %d", peak, SMALL_DEVICE);
     unsigned long long ppm = report_value(report, 0, "accuracy_ppm");
+    if (ppm < 750000)
+        expect_lesson06_right(1, "offload on a small device");
     ck_assert_msg(ppm >= 750000, "offload on a small device: held-out "
                   "accuracy %.4f after %d steps; the task reaches "
                   "0.857. Hint: %s", ppm / 1e6, big_run.steps, todo_hint);

@@ -37,6 +37,7 @@
 #include "mlp.h"
 #include "optimizer.h"
 #include "report.h"
+#include "steps.h"
 #include "timer.h"
 #include "train.h"
 #include "zero.h"
@@ -202,11 +203,40 @@ static void reduce_sums(trainer *t)
     count_sent(t, before, &t->traffic.fp32_sent);
 }
 
+/* After an update, every parameter this rank holds is a number. A NaN one
+ * need not reach the loss (a ReLU turns it into 0), and when it does, the
+ * loss cannot say which function made it: this names the update that has
+ * just run (the step the hooks entered for it). */
+static void check_parameters(trainer *t, long step)
+{
+    const zero_state *z = &t->zero;
+    const size_t first = z->stage == 3 ? z->own.begin : 0;
+    const size_t count = z->stage == 3 ? z->own.end - z->own.begin
+                                       : z->total;
+    size_t k = 0;
+    while (k < count && (z->params[k] & 0x7fffu) <= 0x7f80u)
+        k++;
+    if (k == count)
+        return;
+    int layer = 0;
+    while (layer + 1 < z->layer_count &&
+           z->layers[layer + 1].begin <= first + k)
+        layer++;
+    char why[512];
+    snprintf(why, sizeof why, "parameter %zu (layer %d) is NaN after step "
+             "%ld's update, made in %s: an update that read or wrote past "
+             "the elements of a buffer (an own-part buffer indexed with "
+             "the whole model's offsets?), or one never filled",
+             first + k, layer, step, steps_current());
+    zero_abort(&t->zero, why);
+}
+
 static void update_params(trainer *t, long step)
 {
     uint64_t before = sent_so_far();
     zero_update(&t->zero, step);
     count_sent(t, before, &t->traffic.bf16_sent);
+    check_parameters(t, step);
 }
 
 /* Stops the job when the model refused a step (out of order, which the
