@@ -406,6 +406,20 @@ int main(int argc, char **argv)
      * their completion marks), each verdict sent to the grader as soon as
      * it is known: if this program is killed later, the tests it finished
      * keep their points. */
+    /* The title first, and out before any test forks: what a test prints
+     * of its own (a compiler's findings, the threads' work) comes under
+     * it, and no child inherits it unwritten, to write it again. */
+    printf("%s%s\n", title, mode == MODE_SKELETON
+           ? " (untouched skeleton: every test must fail)" : "");
+    /* Where a run is not measured from outside, say so: what decides is
+     * then what the processes count themselves. */
+    if (!harness_outside_measures())
+        printf("  (this system has no outside measurement of a run: the "
+               "ledgers' counts decide; see docs/instructors.md)\n");
+    else if (!harness_outside_traffic())
+        printf("  (MPICH: the bytes between ranks are the ledgers' count; "
+               "memory is measured outside the ranks)\n");
+    fflush(stdout);
     SRunner *runner = srunner_create(suite);
     srunner_set_fork_status(runner, CK_FORK);
     int count = harness_test_count();
@@ -449,16 +463,6 @@ int main(int argc, char **argv)
     remove_scratch();
 
     int passed = 0, failed = 0, skipped = 0, not_started = 0;
-    printf("%s%s\n", title, mode == MODE_SKELETON
-           ? " (untouched skeleton: every test must fail)" : "");
-    /* Where a run is not measured from outside, say so: what decides is
-     * then what the processes count themselves. */
-    if (!harness_outside_measures())
-        printf("  (this system has no outside measurement of a run: the "
-               "ledgers' counts decide; see docs/instructors.md)\n");
-    else if (!harness_outside_traffic())
-        printf("  (MPICH: the bytes between ranks are the ledgers' count; "
-               "memory is measured outside the ranks)\n");
     if (mode == MODE_SKELETON) {
         /* Here a failure is the expected outcome. */
         for (int k = 0; k < count; k++) {
