@@ -65,6 +65,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* What the books hold: device_traffic's byte and copy counts. */
@@ -93,6 +94,8 @@ typedef struct {
     uint64_t source_hash;
     const char *started_in;
     uint64_t order;             /* copies started before it: fewer */
+    const void *thread;         /* the thread that started it (its mark) */
+    double thread_cpu;          /* that thread's CPU time then */
 } pending_copy;
 
 static struct {
@@ -105,6 +108,11 @@ static struct {
     pending_copy *pending;       /* started, not yet waited for */
     size_t pending_count, pending_room;
     uint64_t copies_started;     /* the next copy's order */
+    /* Copies to the device waited for at once, and the threads that
+     * started copies to the device (their marks), since the last reset. */
+    uint64_t up_waited_at_once;
+    const void *up_threads[64];
+    size_t up_thread_count;
     /* The blocks device_host_alloc gave, so that a copy's host end is
      * bounds-checked as its device end is. */
     struct host_block {
@@ -324,6 +332,16 @@ static void close_arena(void)
 static struct sigaction previous_segv, previous_bus;
 static bool handler_installed;
 static _Thread_local const char *code_here;  /* device_name_host_code */
+static _Thread_local char thread_mark;        /* its address: the thread */
+
+/* This thread's CPU time, in seconds (0 where the clock is missing). */
+static double thread_cpu_now(void)
+{
+    struct timespec now;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+        return 0;
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
 static _Atomic(const char *) code_of_opener;
 static pthread_t opener;
 
@@ -1227,9 +1245,20 @@ static int copy_async(const char *function, void *dst, const void *src,
         memset(dst, 0xff, bytes);
         record.destination = POISONED;
     }
+    if (to_device) {
+        size_t k = 0;
+        while (k < device.up_thread_count &&
+               device.up_threads[k] != &thread_mark)
+            k++;
+        if (k == device.up_thread_count &&
+            k < sizeof device.up_threads / sizeof device.up_threads[0])
+            device.up_threads[device.up_thread_count++] = &thread_mark;
+    }
     if (device.pending_count == device.pending_room)
         device.pending = grow(device.pending, &device.pending_room,
                               sizeof *device.pending);
+    record.thread = &thread_mark;
+    record.thread_cpu = thread_cpu_now();
     device.pending[device.pending_count++] = record;
     unlock();
     return 0;
@@ -1275,6 +1304,7 @@ static void check_unchanged(const device_copy *copy, const pending_copy *p)
 
 int device_wait(device_copy *copy, char *error, size_t error_len)
 {
+    const double cpu_now = thread_cpu_now();
     if (copy == NULL) {
         snprintf(error, error_len, "device_wait: a NULL device_copy");
         return -1;
@@ -1294,6 +1324,9 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         return -1;
     }
     check_unchanged(copy, record);
+    if (record->to_device && record->thread == &thread_mark &&
+        cpu_now - record->thread_cpu < DEVICE_AT_ONCE_S)
+        device.up_waited_at_once++;
     if (device.cuda == NULL && record->to_device)
         check_source_unchanged(record);
     const pending_copy p = *record;
@@ -1376,6 +1409,8 @@ device_traffic device_traffic_total(void)
         .copies_to_host = books.copies_to_host + pending.copies_to_host,
         .waited_to_device = device.waited_to_device,
         .waited_to_host = device.waited_to_host,
+        .copies_to_device_waited_at_once = device.up_waited_at_once,
+        .threads_copying_to_device = device.up_thread_count,
     };
     unlock();
     return traffic;
@@ -1402,5 +1437,7 @@ void device_traffic_reset(void)
         device.cuda_books = books;
     }
     device.waited_to_device = device.waited_to_host = 0;
+    device.up_waited_at_once = 0;
+    device.up_thread_count = 0;
     unlock();
 }

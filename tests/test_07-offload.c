@@ -1202,6 +1202,33 @@ static const char *const todo_hint =
     "(if the cpu_adam tests fail, TODOs 1-2 first: a wrong CPU Adam shows "
     "here too)";
 
+/* The copies up hide behind the CPU Adam, as observed by the device layer
+ * (given code): a copy up waited for at once (by the thread that started
+ * it, with under DEVICE_AT_ONCE_S of its own work between) hid behind
+ * nothing. A thread's last copy of a step may be so, with no tile left to
+ * hide it behind (one a thread a step is allowed); beyond that, at most a
+ * quarter of the copies, where the lesson's way waits for none at once. */
+static void expect_copies_up_overlap(const char *report, int rank,
+                                     long steps, const char *what)
+{
+    unsigned long long copies = report_value(report, rank,
+                                             "copies_to_device");
+    unsigned long long at_once = report_value(
+        report, rank, "copies_to_device_waited_at_once");
+    unsigned long long threads = report_value(report, rank,
+                                              "threads_copying_to_device");
+    ck_assert_msg(at_once <= (unsigned long long)steps * threads + copies / 4,
+                  "%s: rank %d waited for %llu of its %llu copies up at "
+                  "once, each by the thread that started it with next to "
+                  "no work of its own in between (the device layer's "
+                  "count): those parameters travelled while nothing else "
+                  "ran. Hint: TODO 5: start each tile's copy up as the tile "
+                  "is done (send_tile_up) and wait for them after "
+                  "cpu_adam_update returns, so that they travel while the "
+                  "CPU Adam computes the other tiles", what, rank, at_once,
+                  copies);
+}
+
 /* ---- The student's lesson 06, which this lesson runs on ---- */
 
 static bool run_ok(const run_result *r)
@@ -1288,6 +1315,7 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
         char failures[FAILURES_SIZE] = "";
+        expect_copies_up_overlap(report, rank, (long)shape->steps, what);
         expect_memory(report, &ref, ranks, rank, delay_from >= 0, failures);
         expect_traffic(report, &ref, ranks, rank, shape->steps, failures);
         if (delay_from >= 0)
@@ -1359,6 +1387,8 @@ START_TEST(offload_fits_a_small_device_and_learns)
                   "premise: 16Ψ + activations (%llu) exceeds the device, "
                   "4Ψ + activations (%llu) fits it", 16ull * BIG_PSI +
                   activations, 4ull * BIG_PSI + activations);
+    expect_copies_up_overlap(report, 0, big_run.steps, "offload on a small "
+                             "device");
     unsigned long long peak = report_value(report, 0, "peak device_total");
     ck_assert_msg(peak <= SMALL_DEVICE, "the device held %llu bytes, over "
                   "its %d", peak, SMALL_DEVICE);
