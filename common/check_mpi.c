@@ -29,11 +29,18 @@ _Noreturn void mpi_check_failed(int error, const char *call, const char *file,
     /* MPI's word for a bad buffer says nothing of the usual cause. */
     int class = MPI_ERR_OTHER;
     MPI_Error_class(error, &class);
-    const char *hint = class != MPI_ERR_BUFFER ? ""
-        : " (a buffer argument is not valid: NULL where data was expected, "
-          "or one buffer given both to send from and to receive into; to "
-          "reduce or gather in place, pass MPI_IN_PLACE as the send "
-          "buffer)";
+    const char *hint =
+        class == MPI_ERR_BUFFER
+            ? " (a buffer argument is not valid: NULL where data was "
+              "expected, or one buffer given both to send from and to "
+              "receive into; to reduce or gather in place, pass MPI_IN_PLACE "
+              "as the send buffer)"
+        : class == MPI_ERR_REQUEST
+            ? " (a request MPI does not know: one never started, or kept in "
+              "memory that has changed since it was started, such as a "
+              "local array of a function that has returned; keep requests "
+              "where they live until their wait)"
+            : "";
     char message[MPI_MAX_ERROR_STRING + 768];
     snprintf(message, sizeof message, "%s:%d: rank %d: %s failed: %s%s",
              file, line, rank, call, explanation, hint);

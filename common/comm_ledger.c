@@ -872,11 +872,38 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
                   request);
 }
 
+/* MPI requires a send-receive's two buffers to be apart, and does not
+ * check it: one that overlaps the other delivers whatever the library's
+ * order of copies makes of it. Stops the run, naming the call. */
+static void refuse_overlap(const char *call, const void *sendbuf,
+                           int sendcount, MPI_Datatype sendtype,
+                           const void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype)
+{
+    const uintptr_t send = (uintptr_t)sendbuf, receive = (uintptr_t)recvbuf;
+    const uint64_t sent = type_bytes(sendtype, sendcount);
+    const uint64_t received = type_bytes(recvtype, recvcount);
+    if (sent == 0 || received == 0 || send >= receive + received ||
+        receive >= send + sent)
+        return;
+    fprintf(stderr, "comm ledger: rank %d: %s was given a receive buffer "
+            "(%p, %llu bytes) that overlaps its send buffer (%p, %llu "
+            "bytes): MPI requires the two apart, and what arrives then "
+            "depends on the library. Receive into a buffer of its own (then "
+            "add or copy it where it belongs)%s%s%s\n", world_rank(), call,
+            recvbuf, (unsigned long long)received, sendbuf,
+            (unsigned long long)sent, steps_current()[0] ? " (the rank was "
+            "in " : "", steps_current(), steps_current()[0] ? ")" : "");
+    abort_after_message();
+}
+
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  int dest, int sendtag, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
                  MPI_Status *status)
 {
+    refuse_overlap("MPI_Sendrecv", sendbuf, sendcount, sendtype, recvbuf,
+                   recvcount, recvtype);
     MPI_Status local;
     MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
     enter(CALL_Sendrecv,
@@ -910,6 +937,8 @@ int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   MPI_Datatype recvtype, int source, int recvtag,
                   MPI_Comm comm, MPI_Request *request)
 {
+    refuse_overlap("MPI_Isendrecv", sendbuf, sendcount, sendtype, recvbuf,
+                   recvcount, recvtype);
     enter(CALL_Isendrecv,
           crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0,
           crosses(source, comm) ? type_bytes(recvtype, recvcount) : 0);

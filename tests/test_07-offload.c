@@ -1040,7 +1040,9 @@ static void expect_memory(const char *report, const training_reference *ref,
                     "parameters, one set each without the delayed update",
           NULL },
         { "peak buckets", 2ull * largest_layer(ref),
-          "lesson 06's stage2_bucket: one layer's gradient at a time", NULL },
+          "lesson 06's stage 2: one layer's gradient at a time, the bucket "
+          "stage2_bucket allocates and stage2_backward_done frees once "
+          "it is reduced (TODO 3)", NULL },
         { "peak gradients", 2ull * in_flight,
           "TODO 4: a layer's own part waits on the device until its copy "
           "down has landed, at most two layers at once: finish the layer "

@@ -40,6 +40,10 @@
  *                                 which MPI refuses (MPI_ERR_BUFFER):
  *                                 MPI_CHECK's line must say to pass
  *                                 MPI_IN_PLACE
+ *   ledger_probe --overlap        every rank gives MPI_Sendrecv a
+ *                                 receive buffer that overlaps its send
+ *                                 buffer, which MPI forbids and does not
+ *                                 check: the ledger stops it
  *   ledger_probe --hang           rank 0 waits for a message that never
  *                                 comes, inside a named step, so that the
  *                                 harness's deadlock report and clean-up
@@ -258,7 +262,7 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np 3 ledger_probe OUT_DIR|--open "
                     "OUT_DIR|--seconds MS OUT_DIR|--refuse KIND|--frames KIND|"
-                    "--aliased|--hang\n");
+                    "--aliased|--overlap|--hang\n");
         mpi_exit_all(2);
     }
     if (three) {
@@ -270,6 +274,14 @@ int main(int argc, char **argv)
         double sums[N] = { 0 };
         MPI_CHECK(MPI_Allreduce(sums, sums, N, MPI_DOUBLE, MPI_SUM,
                                 MPI_COMM_WORLD));
+        mpi_exit_all(0);
+    }
+    if (strcmp(argv[1], "--overlap") == 0) {
+        double chunk[N] = { 0 };
+        MPI_CHECK(MPI_Sendrecv(chunk, N, MPI_DOUBLE, (rank + 1) % size, 0,
+                               chunk + 1, N - 1, MPI_DOUBLE,
+                               (rank + size - 1) % size, 0, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
         mpi_exit_all(0);
     }
     if (strcmp(argv[1], "--hang") == 0) {

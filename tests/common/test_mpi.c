@@ -335,6 +335,24 @@ START_TEST(mpi_check_explains_aliased_buffers)
 }
 END_TEST
 
+/* MPI_Sendrecv's receive buffer overlapping its send buffer: MPI forbids
+ * it and does not check; the ledger stops it, naming the call. */
+START_TEST(ledger_stops_overlapping_sendrecv)
+{
+    char *args[] = { "--overlap", NULL };
+    run_result r = harness_run_mpi("tests/common", "ledger_probe", 3, args,
+                                   NULL, 20);
+    ck_assert_msg(!r.timed_out && r.exit_status == 1, "--overlap: expected "
+                  "exit status 1, got %d%s:\n%s", r.exit_status,
+                  r.timed_out ? " (timed out)" : "", r.err);
+    const char *want = "MPI_Sendrecv was given a receive buffer";
+    ck_assert_msg(strstr(r.err, want) != NULL && strstr(r.err, "overlaps "
+                  "its send buffer") != NULL, "--overlap: expected \"%s\" "
+                  "and \"overlaps its send buffer\" in:\n%s", want, r.err);
+    run_result_free(&r);
+}
+END_TEST
+
 /* ---- the collectives (common/collectives.h), on 1 to 4 ranks ---- */
 
 /* A buffer not divisible by 2, 3 or 4, each rank's block several chunks
@@ -899,6 +917,8 @@ Suite *lesson_suite(void)
     harness_add(suite, "MPI_CHECK: an aliased reduction's failure says "
                 "to pass MPI_IN_PLACE", mpi_check_explains_aliased_buffers,
                 0, 30);
+    harness_add(suite, "comm ledger: a send-receive's overlapping buffers "
+                "stopped", ledger_stops_overlapping_sendrecv, 0, 30);
     for (int ranks = 1; ranks <= 4; ranks++) {
         static char names[4][96];
         snprintf(names[ranks - 1], sizeof names[ranks - 1], "collectives: "
