@@ -389,6 +389,9 @@ static void check_length(const char *out, const check_run *run, size_t count)
         size_t wrong = 0, first_wrong = 0, wrong_in_tail = 0;
         bool looks_divided = count > 0, looks_summed = count > 0;
         bool looks_world = count > 0 && P != run->ranks;
+        /* Every element 0 where some should not be: scaled by 1 / P in
+         * integer arithmetic. */
+        bool looks_zero = count > 0, any_nonzero = false;
         for (size_t k = 0; k < count; k++) {
             double magnitude, world_magnitude;
             double exact = exact_sum(first, last, k, &magnitude);
@@ -400,6 +403,8 @@ static void check_length(const char *out, const check_run *run, size_t count)
                     wrong_in_tail++;
             }
             /* Does the wrong answer look like a known mistake? */
+            looks_zero = looks_zero && got[k] == 0;
+            any_nonzero = any_nonzero || want != 0;
             double loose = gamma_float(P + 1) * magnitude + 1e-30;
             looks_divided = looks_divided &&
                             fabs(got[k] - exact / P) <= loose / P;
@@ -426,6 +431,10 @@ static void check_length(const char *out, const check_run *run, size_t count)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "sum divided by P: ring_allreduce must return the "
                          "sum; the caller averages (averaging twice?)");
+            else if (!run->ring && looks_zero && any_nonzero && P > 1)
+                snprintf(diagnosis, sizeof diagnosis, "every element is 0: "
+                         "the sum scaled by 0? 1 / P in integer arithmetic is "
+                         "0 for P > 1: divide by (float)P");
             else if (!run->ring && looks_summed && P > 1)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "sum over the %d ranks, not their average: divide "
