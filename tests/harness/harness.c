@@ -635,10 +635,32 @@ static char *const *sandboxed(char *const argv[], bool isolated)
         add_word(words, &n, show, program);
         add_word(words, &n, show, program);
     }
+    /* A program of an earlier lesson of this grading's build, named on
+     * the command line (lesson 07's tests run lesson 06's driver, on the
+     * student's lesson 06): that lesson's folder too, read-only. */
+    static char watch[PATH_MAX], folder[PATH_MAX];
+    const char *build = getenv("ZZ_BUILD_DIR");
+    const size_t build_length = build != NULL ? strlen(build) : 0;
+    bool folder_bound = false;
+    for (int k = 0; build != NULL && argv[k] != NULL && !folder_bound;
+         k++) {
+        const char *word = argv[k], *slash = strrchr(word, '/');
+        if (strncmp(word, build, build_length) != 0 ||
+            word[build_length] != '/' || slash == NULL ||
+            (size_t)(slash - word) >= sizeof folder ||
+            strstr(word + build_length, "/tests/") != NULL)
+            continue;
+        memcpy(folder, word, (size_t)(slash - word));
+        folder[slash - word] = '\0';
+        if (show != NULL && strcmp(folder, show) == 0)
+            continue;
+        add_word(words, &n, "--ro-bind", program);
+        add_word(words, &n, folder, program);
+        add_word(words, &n, folder, program);
+        folder_bound = true;
+    }
     /* And the watch every MPI rank starts under (rank_watch.c), given code
      * of this grading's build. */
-    static char watch[PATH_MAX];
-    const char *build = getenv("ZZ_BUILD_DIR");
     if (build != NULL && snprintf(watch, sizeof watch, "%s/tests/rank_watch",
                                   build) < (int)sizeof watch &&
         access(watch, X_OK) == 0) {
