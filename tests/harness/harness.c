@@ -1368,6 +1368,14 @@ run_result harness_run_mpi(const char *lesson, const char *program, int ranks,
         result.looping_s = watch.calling_s;
     if (result.timed_out || result.signal != 0 || result.exit_status != 0)
         result.where = describe_steps(steps_dir, ranks);
+    /* Status 127 says "could not run" for a command, but a launcher may
+     * end with it after a rank crashed (mpirun under the sandbox does): a
+     * rank whose steps file exists ran. */
+    for (int r = 0; !result.started && r < ranks; r++) {
+        char path[PATH_MAX];
+        path_of(path, "%s/rank-%d", steps_dir, r);
+        result.started = access(path, F_OK) == 0;
+    }
     result.leftovers = remove_folder(steps_dir, ranks);
     if (watched) {
         result.watch_dir = strdup(watch_dir);
