@@ -257,6 +257,19 @@ static void arena_unmap(void)
 
 static void book(size_t bytes, int to_device);
 
+/* A pending copy made now, ahead of its wait, its bytes booked: for the
+ * device's own reasons (the arena opened for another copy, stream order),
+ * never visibly to the caller. (Arena open, lock held.) */
+static void land(pending_copy *p)
+{
+    memcpy(p->dst, p->src, p->bytes);
+    p->destination = LANDED;
+    if (!p->booked) {
+        book(p->bytes, p->to_device);
+        p->booked = true;
+    }
+}
+
 /* Opens the arena (or counts one more open), and settles what the
  * destinations of pending copies to the device hold, before anything can
  * read them. Code that may read any block (device_start NULL: a kernel, a
@@ -272,16 +285,6 @@ static void book(size_t bytes, int to_device);
  * again if they are still pending. Their waits then need no open of their
  * own: a run of tiles sent up and then waited for one by one costs one
  * open, not one a tile. (Called with the lock held.) */
-static void land(pending_copy *p)
-{
-    memcpy(p->dst, p->src, p->bytes);
-    p->destination = LANDED;
-    if (!p->booked) {
-        book(p->bytes, 1);
-        p->booked = true;
-    }
-}
-
 static void open_arena_after(const void *device_start, size_t bytes,
                              uint64_t after)
 {
@@ -334,6 +337,9 @@ static bool handler_installed;
 static _Thread_local const char *code_here;  /* device_name_host_code */
 static _Thread_local char thread_mark;        /* its address: the thread */
 
+static _Atomic(const char *) code_of_opener;
+static pthread_t opener;
+
 /* This thread's CPU time, in seconds (0 where the clock is missing). */
 static double thread_cpu_now(void)
 {
@@ -342,8 +348,6 @@ static double thread_cpu_now(void)
         return 0;
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
-static _Atomic(const char *) code_of_opener;
-static pthread_t opener;
 
 void device_name_host_code(const char *where)
 {
@@ -1019,9 +1023,9 @@ static int check_copy(const char *function, const void *dst, const void *src,
     /* The host range's line names the code running itself; the others
      * say it here, after their own words. */
     const char *now = host_code_now();
-    if (status != 0 && now != NULL && strlen(error) + 1 < error_len)
-        snprintf(error + strlen(error), error_len - strlen(error),
-                 " (in %s)", now);
+    const size_t used = status != 0 ? strlen(error) : 0;
+    if (status != 0 && now != NULL && used + 1 < error_len)
+        snprintf(error + used, error_len - used, " (in %s)", now);
     if (status == 0)
         status = check_host_range(function,
                                   to_device ? "the source" : "the destination",
@@ -1173,11 +1177,8 @@ static void land_copies_down_from(const void *dst, size_t bytes)
             continue;
         open_arena_after(p->src, p->bytes, p->order);
         check_source_unchanged(p);
-        memcpy(p->dst, p->src, p->bytes);
-        book(p->bytes, 0);
+        land(p);
         close_arena();
-        p->destination = LANDED;
-        p->booked = true;
     }
 }
 
