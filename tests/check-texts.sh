@@ -739,6 +739,42 @@ def command_problems(command, facts):
     return problems
 
 
+def fixture_scores():
+    """{fixture name: {score "N of M", ...}} from every expected*.txt."""
+    scores = {}
+    for expect in glob.glob("tests/fixtures/*/*/expected*.txt") + \
+            glob.glob("tests/texts/fixtures/*/*/expected*.txt"):
+        name = os.path.basename(os.path.dirname(expect))
+        with open(expect, errors="replace") as f:
+            for line in f:
+                found = re.match(r"score: (\d+)/(\d+)", line)
+                if found:
+                    scores.setdefault(name, set()).add(f"{found[1]} of {found[2]}")
+    return scores
+
+
+def quoted_score_problems(path, scores):
+    """A text that names a broken submission (`name`) and, before the next
+    one in the same paragraph, gives a score "N of M" must give one of the
+    scores its expected.txt records. ([problems], how many scores given)"""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    problems, count = [], 0
+    for paragraph in re.finditer(r"(?:.+\n?)+", text):
+        names = [m for m in re.finditer(r"`([a-z0-9-]+)`", paragraph[0]) if m[1] in scores]
+        for k, name in enumerate(names):
+            end = names[k + 1].start() if k + 1 < len(names) else len(paragraph[0])
+            said = re.search(r"\b(\d+) of (\d+)\b", paragraph[0][name.end():end])
+            if not said:
+                continue
+            count += 1
+            if said[0] not in scores[name[1]]:
+                line = text.count("\n", 0, paragraph.start() + name.start()) + 1
+                problems.append(f"{path}:{line}: gives `{name[1]}` {said[0]}, but its expected "
+                                f"score is {' or '.join(sorted(scores[name[1]]))}")
+    return problems, count
+
+
 def rules(files):
     """(passed, [problems], description) for the rules without markers."""
     results = []
@@ -776,6 +812,12 @@ def rules(files):
         results.append(([f"a planted command that would not work was not refused: \"{c}\""
                          for c in missed],
                         f"the rule refuses {len(planted)} planted commands that would not work"))
+    scores = fixture_scores()
+    for path in files:
+        problems, count = quoted_score_problems(path, scores)
+        if count:
+            results.append((problems, f"{path}: the {count} scores it gives for broken "
+                                      f"submissions are their expected.txt's"))
     for path in files:
         if not re.fullmatch(r"lessons/[^/]+/README\.md", path):
             continue

@@ -348,6 +348,25 @@ static double gamma_float(int n)
     return n * u / (1 - n * u);
 }
 
+/* Whether every rank's result for one length is still its own data, bit
+ * for bit: nothing was reduced anywhere. */
+static bool every_rank_untouched(const char *out, const check_run *run,
+                                 size_t count)
+{
+    double *got = malloc((count + 1) * sizeof *got);
+    ck_assert(got != NULL);
+    char name[64];
+    snprintf(name, sizeof name, "result-%zu", count);
+    bool untouched = true;
+    for (int rank = 0; untouched && rank < run->ranks; rank++) {
+        harness_read_doubles(out, name, rank, got, count + 1);
+        for (size_t k = 0; untouched && k < count; k++)
+            untouched = got[k] == ring_data_value(SEED, rank, k);
+    }
+    free(got);
+    return untouched;
+}
+
 /* Checks every rank's result for one length against the exact sum (or
  * average) over the ranks of its communicator, computed here in double.
  *
@@ -446,15 +465,21 @@ static void check_length(const char *out, const check_run *run, size_t count)
                          "P long, dropping the remainder? Use block_range "
                          "for the chunks");
             /* With fewer elements than ranks every one is in that tail,
-             * and a wrong chunk number at some step looks the same. */
-            else if (run->ring && wrong == wrong_in_tail &&
-                     count % (size_t)P != 0)
+             * so the tail says nothing: chunks count / P long are then all
+             * empty and leave every element as it was, while a wrong chunk
+             * number moves some. */
+            else if (run->ring && count < (size_t)P &&
+                     every_rank_untouched(out, run, count))
+                snprintf(diagnosis, sizeof diagnosis, "no element changed: "
+                         "with fewer elements than ranks count / P is 0, so "
+                         "chunks count / P long are all empty and drop every "
+                         "element (the remainder): use block_range for the "
+                         "chunks");
+            else if (run->ring && count < (size_t)P)
                 snprintf(diagnosis, sizeof diagnosis, "with fewer elements "
-                         "than ranks, each is in the last (count mod P): "
-                         "were the chunks count / P long, dropping the "
-                         "remainder (use block_range for the chunks), or "
-                         "does a step's chunk number differ from the TODO's "
-                         "recipe?");
+                         "than ranks some chunks are empty (block_range "
+                         "gives chunk c): compare your chunk numbers step "
+                         "by step with the TODO's recipe");
             else
                 snprintf(diagnosis, sizeof diagnosis, "%s", run->ring
                          ? "compare your chunk numbers step by step with "
