@@ -117,6 +117,42 @@ static void observe_prefetch(zero_state *z, int layer, int next)
         prefetch_seen.unfinished++;
 }
 
+/* ---- What TODOs 4-5's gathers gave ----------------------------------
+ * A gathered layer holds, at gathered[i - layer.begin], element i of the
+ * whole model; where this rank owns i, that is its own copy,
+ * z->params[i - own.begin], bit for bit (an allgather only copies).
+ * Checked for the part of the layer this rank owns, so that a gather
+ * from the wrong offset stops here, naming it, rather than as weights
+ * that drift from plain data parallel's. */
+static void check_gathered(zero_state *z, int layer, const bf16 *gathered,
+                           const char *function, int todo)
+{
+    size_t begin, end;
+    block_range(z->total, (size_t)z->ranks, (size_t)z->rank, &begin, &end);
+    /* A wrong own part (TODO 1) is another test's to name. */
+    if (gathered == NULL || z->own.begin != begin || z->own.end != end)
+        return;
+    const zero_part range = z->layers[layer];
+    const size_t first = begin > range.begin ? begin : range.begin;
+    const size_t last = end < range.end ? end : range.end;
+    for (size_t i = first; i < last; i++) {
+        const bf16 want = z->params[i - begin];
+        const bf16 got = gathered[i - range.begin];
+        if (got == want)
+            continue;
+        char why[512];
+        snprintf(why, sizeof why, "%s gave layer %d (elements %zu to %zu "
+                 "of the model) with element %zu, which this rank owns, "
+                 "%.9g where its own part holds %.9g: gathered[k] is the "
+                 "layer's parameter k, the model's element %zu + k, so "
+                 "collective_allgather's offset and count are the layer's "
+                 "(TODO %d)", function, layer, range.begin, range.end - 1,
+                 i, (double)bf16_to_float(got), (double)bf16_to_float(want),
+                 range.begin, todo);
+        zero_abort(z, why);
+    }
+}
+
 zero_prefetch_seen zero_prefetch_observed(void)
 {
     return prefetch_seen;
@@ -147,6 +183,7 @@ const bf16 *zero_forward_params(zero_state *z, int layer)
     if (!z->prefetch) {
         steps_enter("TODO 4: stage3_gather, for forward");
         params = stage3_gather(z, layer);
+        check_gathered(z, layer, params, "stage3_gather", 4);
         steps_enter("forward, on the parameters stage3_gather gave (TODO 4)");
         return params;
     }
@@ -154,6 +191,7 @@ const bf16 *zero_forward_params(zero_state *z, int layer)
     params = stage3_prefetched(z, layer, layer + 1);
     comm_ledger_overwrite_dead_frames();
     observe_prefetch(z, layer, layer + 1);
+    check_gathered(z, layer, params, "stage3_prefetched", 5);
     steps_enter("forward, on the parameters stage3_prefetched gave "
                 "(TODO 5)");
     return params;
@@ -189,9 +227,11 @@ const bf16 *zero_backward_params(zero_state *z, int layer, bf16 **grads)
         params = stage3_prefetched(z, layer, layer - 1);
         comm_ledger_overwrite_dead_frames();
         observe_prefetch(z, layer, layer - 1);
+        check_gathered(z, layer, params, "stage3_prefetched", 5);
     } else {
         steps_enter("TODO 4: stage3_gather, for backward");
         params = stage3_gather(z, layer);
+        check_gathered(z, layer, params, "stage3_gather", 4);
     }
     steps_enter("TODO 3: stage2_bucket");
     *grads = stage2_bucket(z, layer);
