@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -542,6 +543,22 @@ static void add_word(char **words, int *count, const char *word,
     words[(*count)++] = (char *)word;
 }
 
+/* Whether `word` names a program in a lesson's folder of the build,
+ * BUILD/NN-name/program. Other words of a command name paths in the build
+ * too: the scratch folder, where MPI keeps its session files, lies there
+ * in make grade. */
+static bool lesson_program(const char *word, const char *build)
+{
+    const size_t length = strlen(build);
+    if (strncmp(word, build, length) != 0 || word[length] != '/')
+        return false;
+    const char *lesson = word + length + 1, *slash = strchr(lesson, '/');
+    return isdigit((unsigned char)lesson[0]) &&
+           isdigit((unsigned char)lesson[1]) && lesson[2] == '-' &&
+           slash != NULL && strchr(slash + 1, '/') == NULL &&
+           access(word, X_OK) == 0;
+}
+
 /* With ZZ_SANDBOX set (make grade's sandbox), the program runs under
  * bubblewrap: as an unprivileged user without capabilities (so it cannot
  * remount anything), in PID, network and IPC namespaces of its own, seeing
@@ -640,15 +657,12 @@ static char *const *sandboxed(char *const argv[], bool isolated)
      * student's lesson 06): that lesson's folder too, read-only. */
     static char watch[PATH_MAX], folder[PATH_MAX];
     const char *build = getenv("ZZ_BUILD_DIR");
-    const size_t build_length = build != NULL ? strlen(build) : 0;
     bool folder_bound = false;
     for (int k = 0; build != NULL && argv[k] != NULL && !folder_bound;
          k++) {
         const char *word = argv[k], *slash = strrchr(word, '/');
-        if (strncmp(word, build, build_length) != 0 ||
-            word[build_length] != '/' || slash == NULL ||
-            (size_t)(slash - word) >= sizeof folder ||
-            strstr(word + build_length, "/tests/") != NULL)
+        if (!lesson_program(word, build) ||
+            (size_t)(slash - word) >= sizeof folder)
             continue;
         memcpy(folder, word, (size_t)(slash - word));
         folder[slash - word] = '\0';
