@@ -416,6 +416,61 @@ $2 + 0 > limit {
     print "refused: " shown "'"'"'s " function_name region " needs a stack frame of " $2 " bytes, more than the " limit " a function may have: allocate arrays that large at run time (malloc, or ledger_alloc where the lesson uses it)"
 }'
 
+# Mach-O (macOS), which readelf does not read: the code that runs before
+# or after main is found by its sections there, __mod_init_func and
+# __init_offsets (constructors, static initialisers) and __mod_term_func
+# (destructors), and a call that registers code to run at exit by its
+# relocations; both as LLVM's objdump (macOS's own objdump) lists them.
+is_macho() {
+    case $(od -An -N4 -tx1 "$1" 2>/dev/null | tr -d ' \n') in
+        cffaedfe | cefaedfe | feedfacf | feedface) return 0 ;;
+    esac
+    return 1
+}
+inspect_macho() {
+    local object=$1 shown=$2 tool listing=""
+    for tool in llvm-objdump objdump; do
+        command -v "$tool" > /dev/null || continue
+        listing=$("$tool" -h -r "$object" 2>/dev/null) && [[ $listing == *mach-o* ]] && break
+        listing=""
+    done
+    if [ -z "$listing" ]; then
+        echo "check-submission: skipped: the check of $shown for code that runs before or after main (no objdump here reads Mach-O: install Xcode's command line tools)" >&2
+        return 0
+    fi
+    printf '%s\n' "$listing" | awk -v shown="$shown" -v registrations="$exit_registrations" '
+    BEGIN {
+        split(registrations, names, " ")
+        for (k in names) registers[names[k]] = 1
+        runs_outside = "a lesson'"'"'s code runs only when the lesson'"'"'s programs call it: do that work in the function that needs it"
+    }
+    /^Sections:/ { listing = 1; next }
+    /^RELOCATION RECORDS FOR \[/ {
+        listing = 0; section = $4; gsub(/[\[\]:]/, "", section); next
+    }
+    listing && $1 ~ /^[0-9]+$/ && $2 ~ /^__(mod_init_func|init_offsets|mod_term_func)$/ {
+        if (!($2 in found)) order[++count] = $2
+        found[$2] = 1
+        next
+    }
+    section != "" && NF >= 3 && $1 ~ /^[0-9a-fA-F]+$/ {
+        name = $NF; sub(/^_/, "", name)
+        if (section in found && index(", " called[section] ", ", ", " name ", ") == 0)
+            called[section] = called[section] (called[section] == "" ? "" : ", ") name
+        if (name in registers && !seen[name]++)
+            print "refused: " shown " calls " name " (in section " section "), which registers code to run at exit, outside the lesson'"'"'s calls: do that work in the lesson'"'"'s functions"
+    }
+    END {
+        for (k = 1; k <= count; k++) {
+            s = order[k]
+            when = s == "__mod_term_func" ? "after main" : "before main"
+            kind = s == "__mod_term_func" ? "a destructor" : "a constructor or a static initialiser"
+            print "refused: " shown " has code that runs " when ": " (called[s] == "" ? "an entry of its " s : called[s]) " (" kind ", from section " s "); " runs_outside
+        }
+    }' | grep '^refused: ' >&2 && return 1
+    return 0
+}
+
 definitions=$work/definitions
 : > "$definitions"
 for object in "${checked[@]}"; do
@@ -427,6 +482,9 @@ for object in "${checked[@]}"; do
             -v variable_limit="$VARIABLE_LIMIT" -v data_limit="$DATA_LIMIT" \
             -v code_limit="$CODE_LIMIT" "$inspect" > "$work/inspected"
     grep '^refused: ' "$work/inspected" >&2 && status=1
+    if is_macho "$object"; then
+        inspect_macho "$object" "$shown" || status=1
+    fi
     awk -F '\t' -v object="$object" -v shown="$shown" -v cuda="$cuda" \
         '$1 == "def" { print $2 "\t" object "\t" shown "\t" (cuda && $3 == 1 && $2 ~ /^_Z/) }' \
         "$work/inspected" >> "$definitions"

@@ -15,7 +15,9 @@
 #   3. the checks on a student's files (scripts/check-submission.sh) read
 #      Mach-O's names as ELF's: lesson 02's compiled files accepted, and one
 #      that leaves out block_range refused, each with the same lines and
-#      status as with this machine's own nm.
+#      status as with this machine's own nm;
+#   4. in objects compiled for macOS (Mach-O), code that runs before or
+#      after main (constructors, destructors, exit handlers) refused.
 # What has not run on a real Mac is in docs/ (README's macOS section).
 # Prints [pass] or [FAIL] lines; exit status 0 when all pass.
 set -uo pipefail
@@ -132,6 +134,42 @@ else
     fi
     touch build/student/02-mpi-matvec/submission.ok
 fi
+
+# ---- 4. code that runs before or after main, in Mach-O objects -------------
+# Compiled for macOS here (clang's arm64-apple-macos target, no system
+# headers needed): a file with a constructor that registers an exit handler
+# and a destructor, refused with each named; a plain one, not.
+if ! command -v clang > /dev/null || ! command -v llvm-objdump > /dev/null; then
+    say skip "the checks on Mach-O objects: needs clang and llvm-objdump, which this machine lacks"
+elif [ -z "$command" ]; then
+    say no "the checks on Mach-O objects: no command of lesson 02's check" "$work/none"
+else
+    mkdir -p "$work/macho"
+    cat > "$work/macho/rows.c" <<'EOF'
+int atexit(void (*)(void));
+static void tidy(void) { }
+__attribute__((constructor)) static void early(void) { atexit(tidy); }
+__attribute__((destructor)) static void late(void) { }
+int rows_of(int x) { return x + 1; }
+EOF
+    printf 'int columns_of(int x) { return x + 2; }\n' > "$work/macho/columns.c"
+    if ! { clang -target arm64-apple-macos11 -fstack-usage -c "$work/macho/rows.c" -o "$work/macho/rows.o" &&
+           clang -target arm64-apple-macos11 -fstack-usage -c "$work/macho/columns.c" -o "$work/macho/columns.o"; } > "$work/macho.log" 2>&1; then
+        say no "the checks on Mach-O objects: clang did not compile them for macOS" "$work/macho.log"
+    else
+        run="${command% build/student/02-mpi-matvec/rows.o build/student/02-mpi-matvec/columns.o} $work/macho/rows.o $work/macho/columns.o"
+        PATH=$mac:$PATH eval "$run" > "$work/macho.log" 2>&1
+        found=$(grep -c -e 'rows.c has code that runs before main: .*early (a constructor' \
+                        -e 'rows.c calls atexit (in section __text)' \
+                        -e 'rows.c calls __cxa_atexit' "$work/macho.log")
+        if [ "$found" -eq 3 ] && ! grep -q 'columns.c has code\|columns.c calls' "$work/macho.log"; then
+            say yes "the checks on Mach-O objects: a constructor, an exit handler and a destructor refused, by name ($(grep -m1 -o 'has code that runs before main: [^(]*[^( ]' "$work/macho.log")); a plain file not"
+        else
+            say no "the checks on Mach-O objects: rows.c's constructor, atexit and destructor should be refused, columns.c not" "$work/macho.log"
+        fi
+    fi
+fi
+
 # The nm wrapper portable.sh made for the stand-in's macOS goes with it.
 grep -qs "$work" build/gnu-tools/nm && rm -f build/gnu-tools/nm
 exit $say_failed
