@@ -33,6 +33,9 @@
 #   <!-- output recorded: REASON -->    not checked, and why (a [skip])
 #   <!-- says "PHRASE {}": COMMAND -->  the next paragraph contains PHRASE,
 #                     with {} replaced by what COMMAND prints
+#   <!-- measured "PHRASE": HOW -->  the next paragraph contains PHRASE, a
+#                     measurement on record (a timing, a size seen once),
+#                     not re-run; HOW says how it was measured
 #
 # COMMAND runs with bash in the repository's top folder, with $MPIRUN set as
 # the Makefile sets it; its standard output is compared (standard error is
@@ -53,6 +56,11 @@
 #   head, tail, whole   the block starts / ends / is all of the output
 #
 # Rules every text follows, checked without markers:
+#   in docs/instructors.md (FIGURE_FILES) every figure with a unit (a time,
+#   a size, a rate, a share) lies in what a says marker's PHRASE covers or
+#   in a measured marker's PHRASE;
+#   a text that names a broken submission (`name`) and gives it a score "N
+#   of M" gives the one its expected.txt records;
 #   no lesson README, skeleton or slide names solutions/ (a student
 #   release has none); each lesson's README has at most 1500 words before
 #   its first heading with a TODO;
@@ -99,7 +107,14 @@ NUMBER = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan))"
 ELLIPSIS = r"\.\.\.|…"
 OUTPUT_MARK = re.compile(r"^\s*<!--\s*output\b(?P<options>[^:]*?)\s*:\s*(?P<source>.*?)\s*-->\s*$")
 SAYS_MARK = re.compile(r'^\s*<!--\s*says\s+"(?P<phrase>[^"]*)"\s*:\s*(?P<source>.*?)\s*-->\s*$')
-ANY_MARK = re.compile(r"^\s*<!--\s*(output|says)\b")
+MEASURED_MARK = re.compile(r'^\s*<!--\s*measured\s+"(?P<phrase>[^"]*)"\s*:\s*(?P<source>.*?)\s*-->\s*$')
+ANY_MARK = re.compile(r"^\s*<!--\s*(output|says|measured)\b")
+# A figure with a unit in prose: a time, a size, a rate or a share.
+FIGURE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?(?:-|to)\s?\d+(?:\.\d+)?)?\s?"
+                    r"(?:ns|us|µs|ms|s|min|minutes|seconds|hours|GiB|MiB|KiB|GB|MB|bytes"
+                    r"|samples/s|%)(?![\w])")
+# The texts whose every figure is checked or marked as measured.
+FIGURE_FILES = ("docs/instructors.md",)
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})")
 
 
@@ -219,7 +234,8 @@ def parse_text(path):
         if in_fence is not None or not ANY_MARK.match(text):
             continue
         output, says = OUTPUT_MARK.match(text), SAYS_MARK.match(text)
-        quote = Quote(path, k + 1, "output" if output else "says")
+        measured = MEASURED_MARK.match(text)
+        quote = Quote(path, k + 1, "output" if output else "measured" if measured else "says")
         quotes.append(quote)
         if output:
             try:
@@ -235,8 +251,9 @@ def parse_text(path):
                 quote.problem = "no block follows the marker"
             else:
                 quote.lines = block
-        elif says:
-            quote.phrase, quote.source = says.group("phrase"), says.group("source")
+        elif says or measured:
+            found = says or measured
+            quote.phrase, quote.source = found.group("phrase"), found.group("source")
             j = k + 1
             while j < len(lines) and not lines[j].strip():
                 j += 1
@@ -245,11 +262,17 @@ def parse_text(path):
                 paragraph.append(lines[j].strip())
                 j += 1
             quote.paragraph = " ".join(paragraph)
-            if "{}" not in quote.phrase:
+            if says and "{}" not in quote.phrase:
                 quote.problem = 'the phrase has no {} for what the command prints'
+            elif measured and not (quote.phrase.strip() and quote.source.strip()):
+                quote.problem = 'a measured marker names the figure and how it was measured'
+            elif measured and " ".join(quote.phrase.split()) not in " ".join(quote.paragraph.split()):
+                quote.problem = (f'the paragraph after the marker does not say "{quote.phrase}": '
+                                 f'"{describe(quote.paragraph, 120)}"')
         else:
-            quote.problem = ('a marker is <!-- output OPTIONS: SOURCE --> or '
-                             '<!-- says "PHRASE {}": COMMAND -->, on one line')
+            quote.problem = ('a marker is <!-- output OPTIONS: SOURCE -->, '
+                             '<!-- says "PHRASE {}": COMMAND --> or '
+                             '<!-- measured "PHRASE": HOW -->, on one line')
     return quotes
 
 
@@ -775,6 +798,60 @@ def quoted_score_problems(path, scores):
     return problems, count
 
 
+def unaccounted_figures(path):
+    """The figures with a unit in `path`'s prose (FIGURE) that no marker
+    accounts for: each must lie in what a says marker's phrase covers in the
+    paragraph after it ({} standing for any text), which check_says checks,
+    or in a measured marker's phrase. Fenced blocks are quotes, checked as
+    such. ([problems], how many figures)"""
+    with open(path, errors="replace") as f:
+        lines = f.read().split("\n")
+    problems, count, markers, paragraph, in_fence = [], 0, [], [], None
+
+    def close():
+        text = " ".join(t for _, t in paragraph)
+        covered = []
+        for kind, phrase in markers:
+            phrase = " ".join(phrase.split())
+            pattern = (".+?".join(re.escape(part) for part in phrase.split("{}"))
+                       if kind == "says" else re.escape(phrase))
+            covered += [m.span() for m in re.finditer(pattern, text)]
+        nonlocal count
+        for m in FIGURE.finditer(text):
+            count += 1
+            if not any(a <= m.start() and m.end() <= b for a, b in covered):
+                # The line it is on: count the characters of the lines.
+                at, line = 0, paragraph[0][0]
+                for k, t in paragraph:
+                    if at <= m.start() < at + len(t) + 1:
+                        line = k
+                    at += len(t) + 1
+                problems.append(f"{path}:{line}: \"{m.group(0)}\" is neither checked (<!-- says "
+                                f"\"...{{}}...\": COMMAND -->) nor marked as measured (<!-- measured "
+                                f"\"...\": HOW -->)")
+    for k, text in enumerate(lines, 1):
+        fence = FENCE.match(text)
+        if fence or in_fence is not None:
+            if fence:
+                mark = fence.group("fence")
+                in_fence = mark if in_fence is None else (
+                    None if mark[0] == in_fence[0] and not text.strip().strip(mark[0]) else in_fence)
+            continue
+        mark = SAYS_MARK.match(text) or MEASURED_MARK.match(text)
+        if mark:
+            markers.append(("says" if SAYS_MARK.match(text) else "measured", mark.group("phrase")))
+        elif text.strip().startswith("<!--"):
+            continue
+        elif text.strip():
+            paragraph.append((k, text.strip()))
+        elif paragraph:
+            close()
+            markers, paragraph = [], []
+    if paragraph:
+        close()
+    return problems, count
+
+
 def rules(files):
     """(passed, [problems], description) for the rules without markers."""
     results = []
@@ -812,6 +889,11 @@ def rules(files):
         results.append(([f"a planted command that would not work was not refused: \"{c}\""
                          for c in missed],
                         f"the rule refuses {len(planted)} planted commands that would not work"))
+    for path in files:
+        if path in FIGURE_FILES:
+            problems, count = unaccounted_figures(path)
+            results.append((problems, f"{path}: each of its {count} figures with a unit is "
+                                      f"checked, or marked as measured"))
     scores = fixture_scores()
     for path in files:
         problems, count = quoted_score_problems(path, scores)
@@ -879,6 +961,7 @@ def main():
         quotes = [q for q in quotes if q not in deferred]
     sources = sorted({q.source for q in quotes
                       if q.problem is None and not q.options.get("recorded")
+                      and q.kind != "measured"
                       and q not in deferred})
 
     # A quote of make check's output runs it, and make check records its
@@ -918,6 +1001,11 @@ def main():
         if q.options.get("recorded"):
             print(f"  [skip] {where}: recorded, not checked: {q.source}")
             skipped += 1
+            continue
+        if q.kind == "measured":
+            print(f"  [pass] {where}: \"{q.phrase}\" is in its paragraph, a measurement on "
+                  f"record: {describe(q.source, 70)}")
+            passed += 1
             continue
         if q in deferred:
             print(f"  [skip] {where}: `{describe(q.source, 60)}` is graded by make test-full, which checks this quote")
