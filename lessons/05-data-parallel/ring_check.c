@@ -1,6 +1,7 @@
 /* Lesson 05's second program: runs your ring allreduce (or your average of
- * gradients) on data generated from a seed, once for each length asked
- * for, and reports to the tests what every rank got and what it sent. Each
+ * gradients, or your overlapped averages of TODO 4) on data generated from
+ * a seed, once for each length asked for, and reports to the tests what
+ * every rank got and what it sent. Each
  * rank's element k is a function of (seed, rank, k) (ring_data.h), so a
  * test can compute the exact sum by itself.
  *
@@ -30,6 +31,7 @@
 #include "data_parallel.h"
 #include "matrix.h"
 #include "memory_ledger.h"
+#include "partition.h"
 #include "report.h"
 #include "ring_data.h"
 #include "steps.h"
@@ -39,14 +41,22 @@
  * so your code writing past the end shows. */
 static const float guard = 12345.0f;
 
+/* TODO 4's run: the data as this many layers' slices, started last
+ * first, as backward finishes them. */
+enum { OVERLAP_LAYERS = 3 };
+
 typedef struct {
-    bool ring;          /* else the average (TODO 2) */
+    bool ring;          /* else the average (TODO 2) or, with overlap, TODO 4 */
+    bool overlap;
     uint64_t seed;
     int rank;           /* in MPI_COMM_WORLD: the data is made from it */
     MPI_Comm comm;      /* what your code is given */
     const char *out;
     FILE *report;
     comm_counts traffic; /* every call's, added up: the report's last line */
+    /* What TODO 4 left running, seen by the communication ledger as each
+     * start_layer_average returned (as the training driver sees it). */
+    size_t starts_returned, starts_left_running;
 } check_config;
 
 /* "0,1,3,1003" into counts; the number of them, or -1 if malformed. */
@@ -94,6 +104,21 @@ static void call_student(check_config *c, float *data, size_t count)
     if (c->ring) {
         steps_enter("TODO 3: ring_allreduce");
         ring_allreduce(data, count, c->comm);
+    } else if (c->overlap) {
+        overlap_state state = { .comm = c->comm };
+        for (int layer = OVERLAP_LAYERS - 1; layer >= 0; layer--) {
+            size_t begin, end;
+            block_range(count, OVERLAP_LAYERS, (size_t)layer, &begin, &end);
+            steps_enter("TODO 4: start_layer_average");
+            start_layer_average(&state, data + begin, end - begin);
+            steps_enter("report");
+            comm_ledger_overwrite_dead_frames();
+            c->starts_returned++;
+            if (comm_ledger_open_requests(NULL) > 0)
+                c->starts_left_running++;
+        }
+        steps_enter("TODO 4: finish_averages");
+        finish_averages(&state);
     } else {
         steps_enter("TODO 2: average_gradients");
         average_gradients(data, count, c->comm);
@@ -185,8 +210,9 @@ int main(int argc, char **argv)
         { "counts", CLI_STRING, &counts_text, "lengths to run, in floats, "
           "comma-separated", 0, 0 },
         { "seed", CLI_SEED, &c.seed, "seed the data is generated from", 0, 0 },
-        { "mode", CLI_STRING, &mode, "ring (TODO 3) or average (TODO 2)",
-          0, 0 },
+        { "mode", CLI_STRING, &mode, "ring (TODO 3), average (TODO 2) or "
+          "overlap (TODO 4: start_layer_average on 3 slices, then "
+          "finish_averages)", 0, 0 },
         { "split", CLI_FLAG, &split, "give your code rank 0 alone and ranks "
           "1..P-1 in reverse order, not MPI_COMM_WORLD", 0, 0 },
         { "repeat", CLI_INT, &repeat, "then call it this many more times on "
@@ -202,13 +228,15 @@ int main(int argc, char **argv)
     size_t counts[RING_CHECK_MAX_COUNTS];
     int how_many = parse_counts(counts_text, counts);
     c.ring = strcmp(mode, "ring") == 0;
+    c.overlap = strcmp(mode, "overlap") == 0;
     char counts_problem[96];
     snprintf(counts_problem, sizeof counts_problem, "--counts needs lengths "
              "like 0,1,1003 (at most %d, each at most 2^28)",
              RING_CHECK_MAX_COUNTS);
     const char *problem = how_many <= 0 ? counts_problem
-                          : !c.ring && strcmp(mode, "average") != 0
-                              ? "--mode must be ring or average"
+                          : !c.ring && !c.overlap &&
+                                    strcmp(mode, "average") != 0
+                              ? "--mode must be ring, average or overlap"
                               : NULL;
     if (problem != NULL) {
         if (c.rank == 0)
@@ -239,6 +267,9 @@ int main(int argc, char **argv)
     if (repeat > 0)
         run_repeated(&c, counts[how_many - 1], repeat);
     mpi_mark_done();
+    if (c.report != NULL && c.overlap)
+        fprintf(c.report, "overlap_starts %zu left_running %zu\n",
+                c.starts_returned, c.starts_left_running);
     /* What every call of your code counted, for the tests to compare with
      * what the kernel saw cross (the watch). */
     if (c.report != NULL)
@@ -250,7 +281,8 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     if (c.rank == 0)
         printf("ring_check: %s of %d length%s on %d rank%s%s in %.3f ms\n",
-               c.ring ? "ring allreduce" : "average", how_many,
+               c.ring ? "ring allreduce" : c.overlap ? "overlapped average"
+                                             : "average", how_many,
                how_many == 1 ? "" : "s", ranks, ranks == 1 ? "" : "s",
                split ? " (split)" : "", 1e3 * (timer_now() - start));
     if (split)
