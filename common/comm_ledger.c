@@ -886,14 +886,21 @@ static void refuse_overlap(const char *call, const void *sendbuf,
     if (sent == 0 || received == 0 || send >= receive + received ||
         receive >= send + sent)
         return;
+    /* The very same memory both ways is most often a step that sends the
+     * piece it means to receive (a wrong index), not a missing buffer. */
+    const char *same = send == receive
+        ? "The same memory sent and received: does this step send the very "
+          "piece it should receive (check which piece each is)? If not, "
+        : "";
     fprintf(stderr, "comm ledger: rank %d: %s was given a receive buffer "
             "(%p, %llu bytes) that overlaps its send buffer (%p, %llu "
             "bytes): MPI requires the two apart, and what arrives then "
-            "depends on the library. Receive into a buffer of its own (then "
-            "add or copy it where it belongs)%s%s%s\n", world_rank(), call,
-            recvbuf, (unsigned long long)received, sendbuf,
-            (unsigned long long)sent, steps_current()[0] ? " (the rank was "
-            "in " : "", steps_current(), steps_current()[0] ? ")" : "");
+            "depends on the library. %s%seceive into a buffer of its own "
+            "(then add or copy it where it belongs)%s%s%s\n", world_rank(),
+            call, recvbuf, (unsigned long long)received, sendbuf,
+            (unsigned long long)sent, same, same[0] ? "r" : "R",
+            steps_current()[0] ? " (the rank was in " : "", steps_current(),
+            steps_current()[0] ? ")" : "");
     abort_after_message();
 }
 

@@ -777,6 +777,22 @@ static const char *method_hint(const char *allreduce)
     return "TODO 2: average_gradients leaves the average, not the sum";
 }
 
+/* When the ranks' models differ: each rank applied another gradient. */
+static const char *drift_hint(const char *allreduce)
+{
+    if (strcmp(allreduce, "overlap") == 0)
+        return "TODO 4: every layer's slice averaged over all the ranks "
+               "(one start per layer), every request completed before the "
+               "update";
+    if (strcmp(allreduce, "ring") == 0)
+        return "TODO 3: after ring_allreduce every rank holds the whole "
+               "sum in every element, the same bits on each: an element no "
+               "chunk covers (chunks count / P long drop the remainder) or "
+               "a chunk the allgather never passes on stays a rank's own "
+               "(the ring tests say which)";
+    return "TODO 2: average_gradients averages every element of grads over "
+           "comm, and every rank gets the same bits";
+}
 
 /* P ranks of the driver, `local_batch` samples each; rank 0's results. */
 static trained train_on_ranks(int ranks, int local_batch,
@@ -860,7 +876,7 @@ static trained train_on_ranks(int ranks, int local_batch,
                           "%zu is %.9g, rank 0's %.9g: the ranks' models "
                           "drifted apart, so they did not all apply the same "
                           "averaged gradient. Hint: %s", what, rank, k,
-                          other[k], t.params[k], method_hint(allreduce));
+                          other[k], t.params[k], drift_hint(allreduce));
     }
     free(other);
     if (strcmp(allreduce, "overlap") == 0 && ranks > 1)
