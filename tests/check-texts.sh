@@ -94,6 +94,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.getcwd()
@@ -320,7 +321,24 @@ def newest(paths):
     return max(times)
 
 
+# A broken submission quoted by two texts is graded once: the quotes run in
+# parallel, and two gradings of it at once would share its build folder.
+FIXTURE_GUARD = threading.Lock()
+FIXTURE_LOCKS, FIXTURE_RESULTS = {}, {}
+
+
 def grade_fixture(folder, env):
+    folder = os.path.normpath(folder)
+    with FIXTURE_GUARD:
+        lock = FIXTURE_LOCKS.setdefault(folder, threading.Lock())
+    with lock:
+        if folder not in FIXTURE_RESULTS:
+            FIXTURE_RESULTS[folder] = grade_fixture_once(folder, env)
+        ran = FIXTURE_RESULTS[folder]
+    return Ran(ran.out, ran.err, ran.status, ran.seconds, ran.note)
+
+
+def grade_fixture_once(folder, env):
     """The tests' output on broken submission `folder` (LESSON/NAME): make
     test's log, or this script's own from an earlier run, when newer than
     everything the grading depends on; else graded here, and kept."""
@@ -339,7 +357,7 @@ def grade_fixture(folder, env):
         if os.path.exists(log) and os.path.getmtime(log) >= depends:
             with open(log, errors="replace", newline="") as f:
                 return Ran(f.read(), note=note)
-    out = f"build/texts/{lesson}-{name}-{os.getpid()}"
+    out = f"build/texts/{lesson}-{name}-{os.getpid()}-{threading.get_ident()}"
     ran = run_command(f"GRADE_SANITIZERS=0 scripts/grade.sh --no-sandbox --lesson {lesson} --overlay {folder} --out {out}", env)
     try:
         with open(f"{out}/work/{lesson}.log", errors="replace", newline="") as f:

@@ -270,6 +270,25 @@ static void expect_outside(const run_result *r, const check_run *run,
 
 /* Runs ring_check; returns the run and leaves the reports in `out`. A run
  * that failed fails the test here, with what its output says. */
+/* The first length of `counts` that rank 0 of a run stopped in reported
+ * nothing for (ring_check reports each length as it finishes it), or
+ * (size_t)-1. */
+static size_t hung_length(const char *out, const char *counts)
+{
+    char *report = harness_read_report(out, 0);
+    size_t hung = (size_t)-1;
+    for (const char *at = counts; *at && hung == (size_t)-1;) {
+        char *end, key[64];
+        size_t count = (size_t)strtoull(at, &end, 10);
+        snprintf(key, sizeof key, "count %zu point_to_point_sent ", count);
+        if (report == NULL || strstr(report, key) == NULL)
+            hung = count;
+        at = *end == ',' ? end + 1 : end;
+    }
+    free(report);
+    return hung;
+}
+
 static run_result run_check(const check_run *run, const char *counts,
                             int repeat, const char *out)
 {
@@ -301,7 +320,27 @@ static run_result run_check(const check_run *run, const char *counts,
                      "s it sends (rank + 1 - s) and receives (rank - s), all "
                      "mod P, each chunk's length from block_range, so that "
                      "what the previous rank sends is exactly what this one "
-                     "expects", what);
+                     "expects; and every rank makes every step's call, even "
+                     "for an empty chunk (a call skipped shifts the messages "
+                     "after it)", what);
+    /* A ring that hangs: say on which length, and what makes rings hang. */
+    char why[4096];
+    bool not_started;
+    if (run->ring && r.timed_out && !(r.looping_s > 0) &&
+        harness_run_failure(&r, what, why, sizeof why, &not_started) &&
+        !not_started) {
+        char length[96] = "";
+        size_t hung = hung_length(out, counts);
+        if (hung != (size_t)-1)
+            snprintf(length, sizeof length, " It hung on length %zu (the "
+                     "lengths before it finished).", hung);
+        ck_abort_msg("%s.%s Hint: TODO 3: every rank of comm makes the same "
+                     "P-1 MPI_Sendrecv calls in each phase, one a step, even "
+                     "for an empty chunk: a rank that skips one, or makes one "
+                     "more, leaves its neighbour waiting; and a blocking "
+                     "send before its receive (MPI_Send, then MPI_Recv) "
+                     "waits for ever once messages are large", why, length);
+    }
     harness_expect_success(&r, what);
     return r;
 }

@@ -167,6 +167,10 @@ static void run_once(check_config *c, size_t count)
                 (unsigned long long)all.bytes_sent,
                 (unsigned long long)all.bytes_received,
                 comm_ledger_open_requests(NULL));
+        /* Out at once: a length that hangs shows as the first without
+         * its line. */
+        if (fflush(c->report) != 0)
+            MPI_Abort(MPI_COMM_WORLD, 1);
         /* As doubles: every float converts exactly. */
         double *copy = vector_alloc_or_exit(count + 1, "result");
         for (size_t k = 0; k <= count; k++)
