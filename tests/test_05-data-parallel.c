@@ -318,9 +318,10 @@ static run_result run_check(const check_run *run, const char *counts,
                      "reduce-scatter step s a rank sends chunk (rank - s) "
                      "and receives chunk (rank - s - 1); at allgather step "
                      "s it sends (rank + 1 - s) and receives (rank - s), all "
-                     "mod P, each chunk's length from block_range, so that "
-                     "what the previous rank sends is exactly what this one "
-                     "expects; and every rank makes every step's call, even "
+                     "mod P (in C, (rank - s) %% P is negative when rank < s: "
+                     "add P first), each chunk's length from block_range, "
+                     "so that what the previous rank sends is exactly what "
+                     "this one expects; and every rank makes every step's call, even "
                      "for an empty chunk (a call skipped shifts the messages "
                      "after it)", what);
     /* A ring that hangs: say on which length, and what makes rings hang. */
@@ -557,7 +558,8 @@ static void check_length(const char *out, const check_run *run, size_t count)
             else
                 snprintf(diagnosis, sizeof diagnosis, "%s", run->ring
                          ? "compare your chunk numbers step by step with "
-                           "the TODO's recipe"
+                           "the TODO's recipe (in C, (rank - s) % P is "
+                           "negative when rank < s: add P first)"
                          : run->overlap
                              ? "start each slice's sum with MPI_Iallreduce "
                                "on state->comm, then, once every request is "

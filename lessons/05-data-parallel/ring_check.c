@@ -38,8 +38,11 @@
 #include "timer.h"
 
 /* The float after the data: no sum of ring_data.h's values comes near it,
- * so your code writing past the end shows. */
+ * so your code writing past the end shows. FRONT_GUARD more before it, for
+ * writing before the start: checked right after your call, before
+ * anything else touches the heap that such writes would corrupt. */
 static const float guard = 12345.0f;
+enum { FRONT_GUARD = 16 };
 
 /* TODO 4's run: the data as this many layers' slices, started last
  * first, as backward finishes them. */
@@ -83,17 +86,42 @@ static int parse_counts(const char *text,
     return n;
 }
 
-/* count floats and the guard after them, or every rank stops. */
+/* count floats with the guards before and after them, or every rank
+ * stops; freed with free_guarded. */
 static float *guarded_data(size_t count, int rank)
 {
-    float *data = (float *)ledger_alloc(MEMORY_VECTOR,
-                                        (count + 1) * sizeof *data);
-    if (data == NULL) {
+    float *block = (float *)ledger_alloc(MEMORY_VECTOR,
+                                         (FRONT_GUARD + count + 1) *
+                                             sizeof *block);
+    if (block == NULL) {
         fprintf(stderr, "ring_check: rank %d: no memory for %zu floats\n",
                 rank, count);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    return data;
+    for (int k = 0; k < FRONT_GUARD; k++)
+        block[k] = guard;
+    return block + FRONT_GUARD;
+}
+
+static void free_guarded(float *data)
+{
+    ledger_free(data - FRONT_GUARD);
+}
+
+/* Stops every rank when your code wrote before data[0]. */
+static void check_front_guard(const check_config *c, const float *data)
+{
+    for (int k = 1; k <= FRONT_GUARD; k++)
+        if (memcmp(&data[-k], &guard, sizeof guard) != 0) {
+            fprintf(stderr, "ring_check: rank %d: your code wrote before "
+                    "the start of its data: the float %d before data[0] "
+                    "became %.9g. Hint: TODO %d: an index below 0: one "
+                    "off by one, or a chunk number that is negative (in C, "
+                    "(rank - s) %% P is negative when rank < s: add P "
+                    "before taking %% P)\n", c->rank, k, (double)data[-k],
+                    c->ring ? 3 : c->overlap ? 4 : 2);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
 }
 
 /* Runs your code once; what its MPI calls counted joins c->traffic
@@ -124,6 +152,7 @@ static void call_student(check_config *c, float *data, size_t count)
         average_gradients(data, count, c->comm);
     }
     steps_enter("report");
+    check_front_guard(c, data);
     comm_counts after = comm_ledger_total();
     c->traffic.calls += after.calls - before.calls;
     c->traffic.bytes_sent += after.bytes_sent - before.bytes_sent;
@@ -181,7 +210,7 @@ static void run_once(check_config *c, size_t count)
             MPI_Abort(MPI_COMM_WORLD, 1);
         matrix_free(copy);
     }
-    ledger_free(data);
+    free_guarded(data);
 }
 
 /* `calls` more calls on `count` floats, after those of run_once: how much
@@ -201,7 +230,7 @@ static void run_repeated(check_config *c, size_t count, int calls)
     if (c->report != NULL)
         fprintf(c->report, "repeat %d count %zu heap_growth %zu\n", calls,
                 count, after > before ? after - before : 0);
-    ledger_free(data);
+    free_guarded(data);
 }
 
 int main(int argc, char **argv)
