@@ -201,11 +201,17 @@ merge_sanitized() {
             for (k = 1; k <= count; k++) {
                 if (lines[k] == "") continue
                 split(lines[k], part, "\t")
-                if (part[1] == "pass" && (part[2] in found)) {
-                    todo = todo_of[part[2]]
+                todo = todo_of[part[2]]
+                if (part[1] == "pass" && (part[2] in found))
                     printf "fail\t%s\t%s%s: %s\n", part[2], under,
                         todo != "" ? " (TODO " todo ")" : "", found[part[2]]
-                } else
+                # A plain failure that the sanitizer also saw the cause of
+                # (a race that showed as wrong numbers): both, cause last.
+                else if (part[1] == "fail" && (part[2] in found))
+                    printf "fail\t%s\t%s; and %s%s: %s\n", part[2], part[3],
+                        under, todo != "" ? " (TODO " todo ")" : "",
+                        found[part[2]]
+                else
                     print lines[k]
             }
         }' "$@" /dev/null
