@@ -918,14 +918,47 @@ static void host_block_dropped(const void *block)
 
 /* A copy's host end against the host blocks: 0, or -1 with the line when
  * it starts in one and runs past its end (a copy that would write past a
- * block corrupts the heap, and the crash comes later, somewhere else).
- * Host memory from elsewhere (malloc) has no bounds known here. (Lock
- * held.) */
+ * block corrupts the heap, and the crash comes later, somewhere else), or,
+ * for an asynchronous copy (`in_block`), when it starts in none: its host
+ * memory is page-locked memory from device_host_alloc, as a GPU's must be
+ * (from other memory the copy is not asynchronous), and an offset past a
+ * block's end is caught here, not as a corrupted heap. Host memory from
+ * elsewhere (malloc) has no bounds known here: a blocking copy may use it.
+ * (Lock held.) */
 static int check_host_range(const char *function, const char *which,
-                            const void *start, size_t bytes, char *error,
-                            size_t error_len)
+                            const void *start, size_t bytes, bool in_block,
+                            char *error, size_t error_len)
 {
     const uintptr_t at = (uintptr_t)start;
+    const struct host_block *below = NULL;
+    for (size_t k = 0; k < device.host_block_count; k++) {
+        const struct host_block *b = &device.host_blocks[k];
+        if (b->start <= at && (below == NULL || b->start > below->start))
+            below = b;
+    }
+    if (in_block && (below == NULL || at - below->start >= below->bytes)) {
+        const char *now = host_code_now();
+        int used = snprintf(error, error_len, "%s: %s of an asynchronous "
+                            "copy (%zu bytes at %p) is in no block of "
+                            "device_host_alloc: its host memory is "
+                            "page-locked memory from device_host_alloc, as "
+                            "on a GPU", function, which, bytes, start);
+        if (below != NULL && used > 0 && (size_t)used < error_len)
+            used += snprintf(error + used, error_len - (size_t)used,
+                             "; it starts %zu bytes past the end of a host "
+                             "block of %zu bytes%s%s: check the offset you "
+                             "add to the block's pointer (an offset into "
+                             "the whole buffer, where the block holds a "
+                             "part of it?)",
+                             (size_t)(at - below->start - below->bytes),
+                             below->bytes,
+                             below->allocated_in ? " allocated in " : "",
+                             below->allocated_in ? below->allocated_in : "");
+        if (now != NULL && used > 0 && (size_t)used < error_len)
+            snprintf(error + used, error_len - (size_t)used, " (in %s)",
+                     now);
+        return -1;
+    }
     for (size_t k = 0; k < device.host_block_count; k++) {
         const struct host_block *b = &device.host_blocks[k];
         if (at < b->start || at - b->start >= b->bytes)
@@ -997,7 +1030,7 @@ void device_host_free(void *block)
 
 /* The checks every copy makes before it starts: 0, or -1 with the line. */
 static int check_copy(const char *function, const void *dst, const void *src,
-                      size_t bytes, int to_device, char *error,
+                      size_t bytes, int to_device, bool async, char *error,
                       size_t error_len)
 {
     require_open(function);
@@ -1029,7 +1062,7 @@ static int check_copy(const char *function, const void *dst, const void *src,
     if (status == 0)
         status = check_host_range(function,
                                   to_device ? "the source" : "the destination",
-                                  host_end, bytes, error, error_len);
+                                  host_end, bytes, async, error, error_len);
     unlock();
     return status;
 }
@@ -1062,7 +1095,7 @@ static int copy_blocking(const char *function, void *dst, const void *src,
                          size_t bytes, int to_device, char *error,
                          size_t error_len)
 {
-    if (check_copy(function, dst, src, bytes, to_device, error,
+    if (check_copy(function, dst, src, bytes, to_device, false, error,
                    error_len) != 0)
         return -1;
     const double start = timer_now();
@@ -1186,7 +1219,7 @@ static int copy_async(const char *function, void *dst, const void *src,
                       size_t bytes, int to_device, device_copy *copy,
                       char *error, size_t error_len)
 {
-    if (check_copy(function, dst, src, bytes, to_device, error,
+    if (check_copy(function, dst, src, bytes, to_device, true, error,
                    error_len) != 0)
         return -1;
     if (copy == NULL) {

@@ -149,8 +149,11 @@ typedef struct device_copy {
 } device_copy;
 
 /* Starts a copy and returns at once; dst is NaN (cpu) or undefined (cuda)
- * until device_wait(copy). Returns 0, or -1 with a line in `error` and
- * nothing started (a struct already pending, a NULL pointer). The device
+ * until device_wait(copy). The host end lies in a block of
+ * device_host_alloc (page-locked, as a GPU's asynchronous copies need).
+ * Returns 0, or -1 with a line in `error` and nothing started (a struct
+ * already pending, a NULL pointer, a host end outside the host blocks or
+ * past one's end). The device
  * checks against its own list of pending copies, not the struct's flag:
  * a fresh, uninitialised struct counts as not pending, whatever its
  * bytes. */

@@ -526,6 +526,46 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
 }
 END_TEST
 
+/* An asynchronous copy's host end lies in a block of device_host_alloc:
+ * one past a block's end (an offset into a whole buffer where the block
+ * holds a part) is refused, naming the gap and the block, before it can
+ * write the heap; plain memory is refused for an asynchronous copy, and
+ * taken by a blocking one, whose bounds nothing here knows. */
+START_TEST(async_host_end_outside_the_host_blocks)
+{
+    open_cpu(MIB, -1);
+    unsigned char *host = device_host_alloc(MEMORY_HOST_STAGING, 256);
+    unsigned char *block = device_alloc(MEMORY_PARAMETERS, 256);
+    unsigned char *plain = malloc(64);
+    ck_assert(host != NULL && block != NULL && plain != NULL);
+    char error[512] = "";
+    device_copy copy;
+    ck_assert(device_copy_to_host_async(host + 300, block, 64, &copy, error,
+                                        sizeof error) == -1);
+    ck_assert_msg(strstr(error, "device_copy_to_host_async: the destination "
+                         "of an asynchronous copy (64 bytes at ") == error &&
+                  strstr(error, ") is in no block of device_host_alloc: its "
+                         "host memory is page-locked memory from "
+                         "device_host_alloc, as on a GPU; it starts 44 bytes "
+                         "past the end of a host block of 256 bytes") != NULL,
+                  "%s", error);
+    ck_assert(device_copy_to_device_async(block, plain, 64, &copy, error,
+                                          sizeof error) == -1);
+    ck_assert_msg(strstr(error, "the source of an asynchronous copy") != NULL,
+                  "%s", error);
+    ck_assert_msg(device_copy_to_host(plain, block, 64, error,
+                                      sizeof error) == 0, "%s", error);
+    ck_assert_msg(device_copy_to_host_async(host + 192, block, 64, &copy,
+                                            error, sizeof error) == 0,
+                  "%s", error);
+    ck_assert_msg(device_wait(&copy, error, sizeof error) == 0, "%s", error);
+    free(plain);
+    device_free(block);
+    device_host_free(host);
+    ck_assert_msg(device_close(error, sizeof error) == 0, "%s", error);
+}
+END_TEST
+
 /* device_close with a copy pending fails and leaves the device open;
  * after the wait it closes. */
 START_TEST(close_fails_while_copies_are_pending)
@@ -1152,6 +1192,9 @@ Suite *lesson_suite(void)
                 open_refuses_with_a_line, 0, 10);
     harness_add(suite, "device: copy errors return a line, start nothing",
                 copy_errors_return_a_line_and_start_nothing, 0, 10);
+    harness_add(suite, "device: an asynchronous copy's host end outside "
+                "the host blocks is refused",
+                async_host_end_outside_the_host_blocks, 0, 10);
     harness_add(suite, "device: close fails while copies are pending",
                 close_fails_while_copies_are_pending, 0, 10);
     harness_add(suite, "device: freeing a copy's destination stops, "
