@@ -1253,19 +1253,43 @@ static void expect_traffic(const char *report, const training_reference *ref,
     const unsigned long long want = 2ull * (end - begin) * (unsigned)steps;
     unsigned long long down = report_value(report, rank, "to_host");
     unsigned long long up = report_value(report, rank, "to_device");
+    /* Fewer bytes than the slice: a part left behind, most often a count
+     * of elements where the copy takes bytes. */
+    const char *whole = "every layer's own part whole, each step (a copy's "
+                        "count is in bytes: elements times sizeof(bf16))";
     if (down != want)
         note_failure(failures, "rank %d copied %llu bytes down in %d steps, "
                      "expected %llu (2 bytes a gradient of its slice of %zu, "
-                     "each step). Hint: TODO 4: only this rank's part of each "
-                     "layer, after the reduce-scatter, goes down", rank, down,
-                     steps, want, end - begin);
+                     "each step). Hint: TODO 4: %s", rank, down, steps, want,
+                     end - begin, down < want ? whole
+                     : "only this rank's part of each layer, after the "
+                       "reduce-scatter, goes down");
     if (up != want)
         note_failure(failures, "rank %d copied %llu bytes up in %d steps, "
                      "expected %llu (2 bytes a bf16 parameter of its slice of "
-                     "%zu, each step). Hint: TODO 5: send the slice's bf16 "
-                     "parameters, not fp32 masters nor the whole model; the "
-                     "allgather gives the rest", rank, up, steps, want,
-                     end - begin);
+                     "%zu, each step). Hint: TODO 5: %s", rank, up, steps,
+                     want, end - begin, up < want ? whole
+                     : "send the slice's bf16 parameters, not fp32 masters "
+                       "nor the whole model; the allgather gives the rest");
+}
+
+/* Weights that differ from the reference's, and bytes across the bus that
+ * differ from the formula's: the bytes say what went wrong (a copy of the
+ * wrong length or part) more plainly than the weights, so they are said
+ * first. */
+static void expect_traffic_explains(const char *out,
+                                    const training_reference *ref, int ranks,
+                                    int steps, const char *what,
+                                    const char *difference)
+{
+    char failures[FAILURES_SIZE] = "";
+    for (int rank = 0; rank < ranks; rank++) {
+        char *report = harness_read_report(out, rank);
+        expect_traffic(report, ref, ranks, rank, steps, failures);
+        free(report);
+    }
+    ck_assert_msg(failures[0] == '\0', "%s: its weights differ from the "
+                  "reference's (%s), and %s", what, difference, failures);
 }
 
 /* ---- The tests ---- */
@@ -1388,8 +1412,12 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
     training_reference ref = training_reference_run(ranks, shape->batch,
                                                     shape, delay_from);
     char difference[512];
-    if (!weights_match(out, ranks, &ref, "", difference, sizeof difference))
+    if (!weights_match(out, ranks, &ref, "the reference gives", difference,
+                       sizeof difference)) {
         expect_lesson06_right(ranks, what);
+        expect_traffic_explains(out, &ref, ranks, shape->steps, what,
+                                difference);
+    }
     if (delay_from >= 0)
         expect_delayed_weights(out, ranks, shape, delay_from, &ref, what);
     else

@@ -230,7 +230,11 @@ static float forward_loss(trainer *t, const float *inputs, size_t batch,
  * grew without bound, an update that diverges. */
 static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
 {
-    char why[480];
+    char why[720];
+    /* With the delayed update, a step's gradients come down while the
+     * task still reads the last step's: two host sets, alternating. */
+    const bool delayed = t->offload.delay_from >= 0 &&
+                         step >= t->offload.delay_from;
     if (step >= 1 && !(t->last_loss <= 100 * t->first_loss))
         snprintf(why, sizeof why, "%s at step %ld, after the loss grew from "
                  "%.4g at step 0 to %.4g: the updates diverge. Does your CPU "
@@ -238,10 +242,16 @@ static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
                  "tests say)", what, step, t->first_loss, t->last_loss);
     else
         snprintf(why, sizeof why, "%s at step %ld: something read a buffer "
-                 "before its copy had landed: the gradients coming down, "
-                 "before the update (TODOs 4-5), or the parameters going up, "
-                 "before the next forward (TODO 5): device_wait for each",
-                 what, step);
+                 "before its copy had landed, or a part of it no copy "
+                 "wrote: the gradients coming down, before the update "
+                 "(TODOs 4-5), or the parameters going up, before the next "
+                 "forward (TODO 5): device_wait for each, and copy each "
+                 "part whole (a copy's count is in bytes: elements times "
+                 "their size)%s", what, step,
+                 delayed ? "; with the delayed update (TODO 6), step s+1's "
+                           "gradients come down into the other host set "
+                           "(o->grads_set) while the task reads step s's"
+                         : "");
     fail(t, why);
 }
 
