@@ -192,8 +192,9 @@ static const char *allocation_hint(int stage)
                "m, v) only the own part's elements";
     case 2:
         return "TODO 3: stage2_allocate gives the gradients and the "
-               "optimizer's state only the own part's elements, and one "
-               "layer's bucket";
+               "optimizer's state only the own part's elements, and a "
+               "layer's bucket lives from stage2_bucket until "
+               "stage2_backward_done frees it";
     default:
         return "TODO 4: stage3_allocate gives the parameters, gradients and "
                "optimizer's state only the own part's elements; gathered "

@@ -1239,7 +1239,11 @@ static void expect_outside(const run_result *r, const char *report,
     harness_expect_memory(&w, rank, allowed, what,
                           "TODO 3: the device holds the bf16 parameters, "
                           "the host the slice's optimizer state and "
-                          "staging, nothing else, however allocated");
+                          "staging, nothing else, however allocated; and "
+                          "nothing kept from layer to layer (lesson 06's "
+                          "buckets, freed by its stage2_backward_done; "
+                          "this lesson's landing buffers, by "
+                          "finish_landing)");
 #endif
 }
 
