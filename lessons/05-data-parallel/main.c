@@ -109,11 +109,9 @@ static float forward_backward(void *context, long step, const float *inputs,
 {
     trainer *t = context;
     (void)step;
-    if (t->method == OVERLAP) {
-        t->overlap = (overlap_state){ .comm = MPI_COMM_WORLD };
+    if (t->method == OVERLAP)
         return mlp_step_hooked(&t->model, inputs, labels, batch, NULL,
                                layer_done, t);
-    }
     return mlp_step(&t->model, inputs, labels, batch, 1, NULL);
 }
 
@@ -241,7 +239,10 @@ int main(int argc, char **argv)
 
     mpi_start_or_exit(&argc, &argv, &spec, &c.rank, &c.ranks);
     char error[256] = "";
+    /* One overlap_state for the whole run, as a framework keeps its
+     * bucket state: finish_averages leaves it ready for the next step. */
     trainer t = { .ranks = c.ranks, .method = METHODS,
+                  .overlap = { .comm = MPI_COMM_WORLD },
                   .sgd = strcmp(c.optimizer, "sgd") == 0 };
     mpi_exit_if_any(!t.sgd && strcmp(c.optimizer, "adamw") != 0, "train",
                     "--optimizer must be adamw or sgd");

@@ -60,6 +60,7 @@ typedef struct {
     /* What TODO 4 left running, seen by the communication ledger as each
      * start_layer_average returned (as the training driver sees it). */
     size_t starts_returned, starts_left_running;
+    overlap_state state;    /* TODO 4's, for every length */
 } check_config;
 
 /* "0,1,3,1003" into counts; the number of them, or -1 if malformed. */
@@ -133,12 +134,14 @@ static void call_student(check_config *c, float *data, size_t count)
         steps_enter("TODO 3: ring_allreduce");
         ring_allreduce(data, count, c->comm);
     } else if (c->overlap) {
-        overlap_state state = { .comm = c->comm };
+        /* One state for every length, as the driver keeps one for every
+         * step: finish_averages leaves it ready for the next. */
+        overlap_state *state = &c->state;
         for (int layer = OVERLAP_LAYERS - 1; layer >= 0; layer--) {
             size_t begin, end;
             block_range(count, OVERLAP_LAYERS, (size_t)layer, &begin, &end);
             steps_enter("TODO 4: start_layer_average");
-            start_layer_average(&state, data + begin, end - begin);
+            start_layer_average(state, data + begin, end - begin);
             steps_enter("report");
             comm_ledger_overwrite_dead_frames();
             c->starts_returned++;
@@ -146,7 +149,7 @@ static void call_student(check_config *c, float *data, size_t count)
                 c->starts_left_running++;
         }
         steps_enter("TODO 4: finish_averages");
-        finish_averages(&state);
+        finish_averages(state);
     } else {
         steps_enter("TODO 2: average_gradients");
         average_gradients(data, count, c->comm);
@@ -292,6 +295,7 @@ int main(int argc, char **argv)
     if (split)
         MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, c.rank == 0 ? 0 : 1,
                                  ranks - c.rank, &c.comm));
+    c.state = (overlap_state){ .comm = c.comm };
     if (c.report != NULL)
         fprintf(c.report, "ranks %d\n", ranks);
     double start = timer_now();
