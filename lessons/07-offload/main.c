@@ -188,7 +188,7 @@ static void watch_step_start(trainer *t, long step)
 /* Prints "train_offload: rank R: WHY" and ends the job (every rank). */
 static _Noreturn void fail(const trainer *t, const char *why)
 {
-    char line[512];
+    char line[1024];   /* room for fail_nan's longest line whole */
     snprintf(line, sizeof line, "train_offload: rank %d: %s",
              t->config->rank, why);
     mpi_abort_exit(line);
@@ -230,7 +230,7 @@ static float forward_loss(trainer *t, const float *inputs, size_t batch,
  * grew without bound, an update that diverges. */
 static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
 {
-    char why[720];
+    char why[900];
     /* With the delayed update, a step's gradients come down while the
      * task still reads the last step's: two host sets, alternating. */
     const bool delayed = t->offload.delay_from >= 0 &&
