@@ -959,28 +959,26 @@ static int check_host_range(const char *function, const char *which,
                      now);
         return -1;
     }
-    for (size_t k = 0; k < device.host_block_count; k++) {
-        const struct host_block *b = &device.host_blocks[k];
-        if (at < b->start || at - b->start >= b->bytes)
-            continue;
-        const size_t offset = (size_t)(at - b->start);
-        if (bytes <= b->bytes - offset)
-            return 0;
-        /* Either end may be wrong: the copy (the code running now) or
-         * the block's size (the code that allocated it). */
-        const char *now = host_code_now(), *then = b->allocated_in;
-        snprintf(error, error_len, "%s: %s, %zu bytes from byte %zu of a "
-                 "host block of %zu bytes (device_host_alloc%s%s), runs %zu "
-                 "bytes past its end: check the offset and the count%s%s%s, "
-                 "and the size the block was allocated with%s",
-                 function, which, bytes, offset, b->bytes,
-                 then ? ", in " : "", then ? then : "",
-                 bytes - (b->bytes - offset), now ? " (in " : "",
-                 now ? now : "", now ? ")" : "",
-                 then ? " (there)" : "");
-        return -1;
-    }
-    return 0;
+    /* The blocks do not overlap: the one below, if any, is the only one
+     * that can hold the start. */
+    const struct host_block *b = below;
+    if (b == NULL || at - b->start >= b->bytes)
+        return 0;
+    const size_t offset = (size_t)(at - b->start);
+    if (bytes <= b->bytes - offset)
+        return 0;
+    /* Either end may be wrong: the copy (the code running now) or the
+     * block's size (the code that allocated it). */
+    const char *now = host_code_now(), *then = b->allocated_in;
+    snprintf(error, error_len, "%s: %s, %zu bytes from byte %zu of a host "
+             "block of %zu bytes (device_host_alloc%s%s), runs %zu bytes "
+             "past its end: check the offset and the count%s%s%s, and the "
+             "size the block was allocated with%s",
+             function, which, bytes, offset, b->bytes,
+             then ? ", in " : "", then ? then : "",
+             bytes - (b->bytes - offset), now ? " (in " : "",
+             now ? now : "", now ? ")" : "", then ? " (there)" : "");
+    return -1;
 }
 
 bool device_is_host_block(const void *block)

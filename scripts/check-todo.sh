@@ -54,14 +54,20 @@ todos_of=$(awk -F'|' '
         }
         print substr(numbers, 2) "\t" name
     }' "${manifests[@]}")
+# A test's TODOs ("1,3"), and the last of them.
+todos_of_test() {
+    printf '%s\n' "$todos_of" | awk -F'\t' -v name="$1" '$2 == name { print $1; exit }'
+}
+last_todo() {
+    printf '%s\n' "$1" | tr ',' '\n' | sort -n | tail -n 1
+}
 names=$(ZZ_BUILD_DIR=build/student "$judge" --list) || exit 2
 selected=() holding=()
 while IFS= read -r name; do
-    todos=$(printf '%s\n' "$todos_of" | awk -F'\t' -v name="$name" '$2 == name { print $1; exit }')
+    todos=$(todos_of_test "$name")
     [[ ",$todos," == *",$todo,"* ]] || continue
     holding+=("$name")
-    last=$(printf '%s\n' "$todos" | tr ',' '\n' | sort -n | tail -n 1)
-    [ "$last" = "$todo" ] && selected+=("$name")
+    [ "$(last_todo "$todos")" = "$todo" ] && selected+=("$name")
 done <<< "$names"
 if [ ${#selected[@]} -eq 0 ] && [ ${#holding[@]} -gt 0 ]; then
     selected=("${holding[@]}")
@@ -129,8 +135,8 @@ while IFS= read -r name; do
     # before this TODO's code changed no longer says anything true.
     if [ -n "$line" ] && [ "${line%%$'\t'*}" != pass ] && ! grep -qxF -- "$name" "$work/ran" &&
         printf '%s\n' "${holding[@]}" | grep -qxF -- "$name"; then
-        todos=$(printf '%s\n' "$todos_of" | awk -F'\t' -v name="$name" '$2 == name { print $1; exit }')
-        last=$(printf '%s\n' "$todos" | tr ',' '\n' | sort -n | tail -n 1)
+        todos=$(todos_of_test "$name")
+        last=$(last_todo "$todos")
         line=$(printf 'skip\t%s\tnot run since TODO %s changed (it tests TODOs %s): make check L=%s T=%s runs it' \
             "$name" "$todo" "${todos//,/, }" "$number" "$last")
     fi

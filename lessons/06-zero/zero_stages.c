@@ -75,6 +75,20 @@ static zero_prefetch_seen prefetch_seen;
  * ranks' parts of it (each rank owns a block of the flat buffer:
  * common/partition.h), so that a gather of nothing left open beside a
  * finished one does not pass for it. */
+/* The part of `range` this rank owns under the balanced partition
+ * (common/partition.h), computed here, not by TODO 1: [*first, *last),
+ * empty when they meet. */
+static void owned_within(const zero_state *z, zero_part range, size_t *first,
+                         size_t *last)
+{
+    size_t begin, end;
+    block_range(z->total, (size_t)z->ranks, (size_t)z->rank, &begin, &end);
+    *first = begin > range.begin ? begin : range.begin;
+    *last = end < range.end ? end : range.end;
+    if (*last < *first)
+        *last = *first;
+}
+
 static void observe_prefetch(zero_state *z, int layer, int next)
 {
     const bool has_next = next >= 0 && next < z->layer_count;
@@ -82,16 +96,11 @@ static void observe_prefetch(zero_state *z, int layer, int next)
     const size_t open = comm_ledger_open_requests_of("MPI_Iallgatherv",
                                                      &received);
     if (has_next) {
-        size_t begin, end;
-        block_range(z->total, (size_t)z->ranks, (size_t)z->rank, &begin,
-                    &end);
         const zero_part next_layer = z->layers[next];
-        const size_t first = begin > next_layer.begin ? begin
-                                                      : next_layer.begin;
-        const size_t last = end < next_layer.end ? end : next_layer.end;
-        const size_t own = last > first ? last - first : 0;
-        others = (uint64_t)(next_layer.end - next_layer.begin - own) *
-                 sizeof(bf16);
+        size_t first, last;
+        owned_within(z, next_layer, &first, &last);
+        others = (uint64_t)(next_layer.end - next_layer.begin -
+                            (last - first)) * sizeof(bf16);
     }
     prefetch_seen.returns++;
     /* A gather still running into the layer about to be used, and then
@@ -127,14 +136,13 @@ static void observe_prefetch(zero_state *z, int layer, int next)
 static void check_gathered(zero_state *z, int layer, const bf16 *gathered,
                            const char *function, int todo)
 {
-    size_t begin, end;
-    block_range(z->total, (size_t)z->ranks, (size_t)z->rank, &begin, &end);
+    const zero_part whole = { 0, z->total }, range = z->layers[layer];
+    size_t begin, end, first, last;
+    owned_within(z, whole, &begin, &end);
     /* A wrong own part (TODO 1) is another test's to name. */
     if (gathered == NULL || z->own.begin != begin || z->own.end != end)
         return;
-    const zero_part range = z->layers[layer];
-    const size_t first = begin > range.begin ? begin : range.begin;
-    const size_t last = end < range.end ? end : range.end;
+    owned_within(z, range, &first, &last);
     for (size_t i = first; i < last; i++) {
         const bf16 want = z->params[i - begin];
         const bf16 got = gathered[i - range.begin];
