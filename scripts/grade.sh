@@ -31,6 +31,7 @@
 # changed while it ran (status 3), or when there was no room left to grade
 # (status 4).
 . "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
+. "$(dirname "$0")/tsan-options.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -563,7 +564,7 @@ for lesson in "${lessons[@]}"; do
         # built without ThreadSanitizer (MPI's) are not the student's.
         sanitized=$(run_tests "$tsan_dir" unlimited "lesson $lesson, under ThreadSanitizer" \
             "$work/$lesson.tsan.log" \
-            TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}")
+            TSAN_OPTIONS="$tsan_options halt_on_error=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}")
         verdicts[$lesson]=$(merge_sanitized "under ThreadSanitizer" "${verdicts[$lesson]}" \
             "${sanitized%ended*}" "${manifests[@]}")$'\n'
     fi

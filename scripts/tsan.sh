@@ -36,6 +36,7 @@
 # failed), 2 (cannot run here: no clang or libomp, a limited address space,
 # a bad command line).
 . "$(dirname "$0")/portable.sh" "$@"  # bash 4, GNU tools (macOS: Homebrew's)
+. "$(dirname "$0")/tsan-options.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -152,7 +153,7 @@ if [ -z "$program" ]; then
         build_failed "$out/build.log" "$what"
     fi
     env ZZ_BUILD_DIR="$PWD/$build" OMP_NUM_THREADS=2 \
-        TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}" \
+        TSAN_OPTIONS="$tsan_options halt_on_error=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}" \
         "$build/tests/test_$lesson" --title "lesson $lesson, $what, under ThreadSanitizer" \
         --mode student > "$out/tests.log" 2>&1
     raced=$(grep "^  \[FAIL\].*ThreadSanitizer: " "$out/tests.log")
@@ -274,7 +275,7 @@ if $failed_build; then
     build_failed "$build_log" "$what"
 fi
 
-tsan_options="ignore_noninstrumented_modules=1 halt_on_error=0 exitcode=66 history_size=4"
+tsan_options+=" halt_on_error=0"
 [ -n "$symbolizer" ] && tsan_options+=" external_symbolizer_path=$symbolizer"
 
 # Each race in a log, in a few lines: what raced (the summary's place and
