@@ -319,9 +319,18 @@ status=0 raced=false stopped=false
 for k in "${!runs[@]}"; do
     log=$out/run-$((k + 1)).log
     # shellcheck disable=SC2086  # the run's arguments, split on purpose
-    env TSAN_OPTIONS="$tsan_options" ARCHER_OPTIONS=verbose=1 \
-        timeout 300 "$out/$program" ${runs[k]} > "$out/run-$((k + 1)).out" 2> "$log"
+    TSAN_OPTIONS="$tsan_options" ARCHER_OPTIONS=verbose=1 \
+        "$out/$program" ${runs[k]} > "$out/run-$((k + 1)).out" 2> "$log" &
+    pid=$!
+    # At most 5 minutes. LLVM's OpenMP runtime registers each process in
+    # /dev/shm/__KMP_REGISTERED_LIB_PID_UID and removes it at a clean exit:
+    # a driver that crashed or was stopped leaves it, so it goes here (the
+    # PID is this run's own driver, started just above).
+    finished=true
+    timeout 300 tail --pid="$pid" -f /dev/null || { finished=false; kill -KILL "$pid" 2> /dev/null; }
+    wait "$pid"
     code=$?
+    rm -f "/dev/shm/__KMP_REGISTERED_LIB_${pid}_$(id -u)"
     races=$(grep -c "^WARNING: ThreadSanitizer:" "$log")
     line="  $program ${runs[k]}:"
     # Archer says so on standard output when it starts.
@@ -340,6 +349,7 @@ for k in "${!runs[@]}"; do
         status=1
     elif [ "$code" -ne 0 ]; then
         reason=$(grep -v -e '^Archer' -e 'LLVMSymbolizer' -e '^Warning: please export' "$log" | head -1)
+        $finished || reason="it did not finish in 5 minutes, and was stopped"
         echo "$line the driver stopped (exit status $code), with no data race seen up to there: ${reason:-no message}"
         stopped=true
         status=1
