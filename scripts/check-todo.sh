@@ -133,15 +133,21 @@ while IFS= read -r name; do
     [ -n "$line" ] || [ ! -e "$record" ] || line=$(awk -F'\t' -v name="$name" '$2 == name' "$record")
     # A test of this TODO and later ones, not run now: a failure it had
     # before this TODO's code changed no longer says anything true.
-    if [ -n "$line" ] && [ "${line%%$'\t'*}" != pass ] && ! grep -qxF -- "$name" "$work/ran" &&
-        printf '%s\n' "${holding[@]}" | grep -qxF -- "$name"; then
+    if [ -n "$line" ] && [ "${line%%$'\t'*}" != pass ] && [[ $line != *$'\t'"not run yet"* ]] &&
+        ! grep -qxF -- "$name" "$work/ran" && printf '%s\n' "${holding[@]}" | grep -qxF -- "$name"; then
         todos=$(todos_of_test "$name")
         last=$(last_todo "$todos")
         line=$(printf 'skip\t%s\tnot run since TODO %s changed (it tests TODOs %s): make check L=%s T=%s runs it' \
             "$name" "$todo" "${todos//,/, }" "$number" "$last")
     fi
     # Never run: a note that stays true whichever T= runs next.
-    [ -n "$line" ] || line=$(printf 'skip\t%s\tnot run yet: make check L=%s runs every test of the lesson, T=N only those of TODO N' "$name" "$number")
+    if [ -z "$line" ]; then
+        todos=$(todos_of_test "$name")
+        which="TODO $todos"
+        [[ $todos != *,* ]] || which="TODOs ${todos//,/, }"
+        line=$(printf 'skip\t%s\tnot run yet (it tests %s): make check L=%s T=%s runs it, make check L=%s the whole lesson' \
+            "$name" "$which" "$number" "$(last_todo "$todos")" "$number")
+    fi
     printf '%s\n' "$line"
 done <<< "$names" > "$work/record"
 mv "$work/record" "$record" || exit 2

@@ -14,7 +14,8 @@
 #      results of these, "not run yet" for the others;
 #   4. a TODO the lesson has no tests of: one line, status 2;
 #   5. a failure recorded for a test of TODO N and later ones, before
-#      T=N ran, is said not run since TODO N changed (it was stale).
+#      T=N ran, is said not run since TODO N changed (it was stale); one
+#      never run is still said not run yet.
 # Prints [pass] or [FAIL] lines; exit status 0 when all pass.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -98,7 +99,7 @@ all=$("$work/judge" --list | grep -c .)
 if [ "$(grep -c . "$record" 2>/dev/null)" -eq "$all" ] &&
         grep -q "^fail	$second	no answer" "$record" &&
         [ "$(grep -c "^skip	.*got no answer" "$record")" -eq $((count - 2)) ] &&
-        grep -q "^skip	shard: one rank, the first step	not run yet" "$record"; then
+        grep -q "^skip	shard: one rank, the first step	not run yet (it tests TODO 1): make check L=05 T=1 runs it" "$record"; then
     say yes "make progress's record holds all $all tests: TODO 3's new results, the others not run yet"
 else
     say no "make progress's record should hold all $all tests with TODO 3's results" "$record"
@@ -115,6 +116,14 @@ if grep -q "^skip	$later	not run since TODO 1 changed (it tests TODOs 1, 3): mak
     say yes "after T=1, '$later' (TODOs 1, 3) is said not run since TODO 1 changed, not failing as it was"
 else
     say no "after T=1, '$later' should be said not run since TODO 1 changed" "$record"
+fi
+# A test of TODO 1 and later ones that never ran is still just not run yet.
+never=$(awk -F'|' '/^[0-9]/ && $2 ~ /1, 4/ { sub(/^ +/, "", $3); sub(/ +$/, "", $3); print $3; exit }' \
+    tests/manifest/05-data-parallel.txt)
+if grep -q "^skip	$never	not run yet (it tests TODOs 1, 4): make check L=05 T=4 runs it" "$record"; then
+    say yes "after T=1, '$never' (TODOs 1, 4), never run, is said not run yet, and which T= runs it"
+else
+    say no "after T=1, '$never', never run, should be said not run yet" "$record"
 fi
 
 # 4. A TODO without tests.
