@@ -171,8 +171,18 @@ static uint64_t others(const int counts[], int size, int except,
  * at each later MPI call and at the completion, one that lies below the
  * frame of the call now running was in a frame that has returned (the
  * frames of the functions still running are all above it), and the
- * program stops, naming the buffer and the call. */
-enum { KEPT_MAX = 4, SAMPLED_WORDS = 4096, STACKED_MAX = 2 };
+ * program stops, naming the buffer and the call.
+ * A receive buffer must not be read before the completion either: what
+ * it holds then depends on when the data happened to arrive. An
+ * MPI_Irecv of up to STAGED_MAX bytes (of a type without holes) receives
+ * into a staging buffer of the ledger's instead, and its own buffer holds
+ * 0xff in every byte (a NaN in fp32 and in bf16, as the cpu device's
+ * pending copies hold) until the completion copies the staging buffer in:
+ * code that reads it too early sees NaN every time, whatever the timing.
+ * The cap keeps the staging small beside what the lessons' formulas let a
+ * rank hold (their slack is 1 MiB; a rank has a few receives open). */
+enum { KEPT_MAX = 4, SAMPLED_WORDS = 4096, STACKED_MAX = 2,
+       STAGED_MAX = 64 << 10 };
 typedef struct {
     int arrays;                  /* how many of the call's arrays */
     int length;                  /* ints each: the communicator's size */
@@ -185,6 +195,12 @@ typedef struct {
     pthread_t stacked_thread;    /* whose stack */
     uintptr_t stacked_at[STACKED_MAX];
     const char *stacked_name[STACKED_MAX];  /* "send", "receive" */
+    void *staged_into;           /* a staged receive's own buffer */
+    unsigned char *staging;      /* where MPI receives it, malloc'd */
+    size_t staged_bytes;
+    int staged_count, staged_source, staged_tag;  /* its other arguments */
+    MPI_Datatype staged_type;
+    MPI_Comm staged_comm;
 } kept_arguments;
 
 /* The arrays of the call being started, filed by opened() with its
@@ -219,6 +235,49 @@ static void keep_send_buffer(const void *buffer, int count, MPI_Datatype type)
         return;
     entered_kept.sent = buffer;
     entered_kept.sent_bytes = (uint64_t)size * (uint64_t)count;
+}
+
+/* Before an MPI_Irecv into `buffer`: where MPI is to receive instead (a
+ * staging buffer that starts as a copy of it, so that a shorter message
+ * leaves the rest as it was) while `buffer` holds 0xff, or `buffer`
+ * itself where the receive is not staged. */
+static void *stage_receive(void *buffer, int count, MPI_Datatype type,
+                           int source, int tag, MPI_Comm comm)
+{
+    MPI_Aint lower = 0, extent = 0;
+    int size = 0;
+    if (buffer == NULL || count <= 0 || source == MPI_PROC_NULL ||
+        PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &lower, &extent) != MPI_SUCCESS ||
+        lower != 0 || extent != (MPI_Aint)size || size <= 0 ||
+        (uint64_t)size * (uint64_t)count > STAGED_MAX)
+        return buffer;
+    const size_t bytes = (size_t)size * (size_t)count;
+    unsigned char *staging = malloc(bytes);
+    if (staging == NULL)
+        return buffer;
+    memcpy(staging, buffer, bytes);
+    memset(buffer, 0xff, bytes);
+    entered_kept.staged_into = buffer;
+    entered_kept.staging = staging;
+    entered_kept.staged_bytes = bytes;
+    entered_kept.staged_count = count;
+    entered_kept.staged_type = type;
+    entered_kept.staged_source = source;
+    entered_kept.staged_tag = tag;
+    entered_kept.staged_comm = comm;
+    return staging;
+}
+
+/* A staged receive, completed (or not started): its data into its own
+ * buffer. */
+static void unstage(kept_arguments *kept)
+{
+    if (kept->staging == NULL)
+        return;
+    memcpy(kept->staged_into, kept->staging, kept->staged_bytes);
+    free(kept->staging);
+    kept->staging = NULL;
 }
 
 /* Before a non-blocking call: its send and receive buffers (NULL where it
@@ -305,8 +364,10 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
     kept_arguments kept = entered_kept;
     entered_kept = (kept_arguments){ 0 };
     if (result != MPI_SUCCESS || request == NULL ||
-        *request == MPI_REQUEST_NULL)
+        *request == MPI_REQUEST_NULL) {
+        unstage(&kept);
         return leave(result);
+    }
     if (kept.arrays > 0) {
         size_t ints = (size_t)kept.arrays * (size_t)kept.length;
         kept.copy = malloc(ints * sizeof *kept.copy);
@@ -412,6 +473,7 @@ static void closed(MPI_Request handle)
     for (size_t k = open_count; k-- > 0;)
         if (open_requests[k].handle == handle) {
             check_kept(open_requests[k].kind, &open_requests[k].kept);
+            unstage(&open_requests[k].kept);
             memmove(&open_requests[k], &open_requests[k + 1],
                     (open_count - k - 1) * sizeof *open_requests);
             if (--open_count == 0 && requests_hold_device) {
@@ -867,8 +929,9 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
 {
     enter(CALL_Irecv, 0, crosses(source, comm) ? type_bytes(type, count) : 0);
     keep_stacked(NULL, buf);
+    void *into = stage_receive(buf, count, type, source, tag, comm);
     return opened(CALL_Irecv,
-                  PMPI_Irecv(buf, count, type, source, tag, comm, request),
+                  PMPI_Irecv(into, count, type, source, tag, comm, request),
                   request);
 }
 
@@ -1060,6 +1123,41 @@ int MPI_Testsome(int count, MPI_Request requests[], int *done,
     return leave(result);
 }
 
+/* The kept arguments of an open staged receive, or NULL. */
+static kept_arguments *staged(MPI_Request handle)
+{
+    for (size_t k = 0; k < open_count; k++)
+        if (open_requests[k].handle == handle)
+            return open_requests[k].kept.staging != NULL
+                       ? &open_requests[k].kept : NULL;
+    return NULL;
+}
+
+/* A staged receive whose request is freed: no completion will copy its
+ * data in, and MPI delivers it in its own time. So it is cancelled (MPI
+ * completes a cancelled receive at once): if the data had already
+ * arrived, it is copied in now; if not, the receive is posted again into
+ * its own buffer, unstaged, and that request freed, as the caller asked.
+ * (Request_free on a receive is rare: the MPI standard advises against it,
+ * as nothing then says when the data is there.) */
+static int release_staged(MPI_Request *request, kept_arguments *kept)
+{
+    MPI_Status status;
+    int cancelled = 0, result = PMPI_Cancel(request);
+    if (result == MPI_SUCCESS)
+        result = PMPI_Wait(request, &status);
+    if (result == MPI_SUCCESS)
+        result = PMPI_Test_cancelled(&status, &cancelled);
+    unstage(kept);
+    if (result != MPI_SUCCESS || !cancelled)
+        return result;
+    MPI_Request again;
+    result = PMPI_Irecv(kept->staged_into, kept->staged_count,
+                        kept->staged_type, kept->staged_source,
+                        kept->staged_tag, kept->staged_comm, &again);
+    return result == MPI_SUCCESS ? PMPI_Request_free(&again) : result;
+}
+
 /* Released: MPI completes the operation in its own time, and the caller
  * has given up the handle. */
 int MPI_Request_free(MPI_Request *request)
@@ -1067,7 +1165,9 @@ int MPI_Request_free(MPI_Request *request)
     enter(CALL_Request_free, 0, 0);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(1, request, small);
-    int result = PMPI_Request_free(request);
+    kept_arguments *kept = request != NULL ? staged(*request) : NULL;
+    int result = kept != NULL ? release_staged(request, kept)
+                              : PMPI_Request_free(request);
     settle(before, request, 1, small);
     return leave(result);
 }

@@ -44,6 +44,16 @@
  *                                 receive buffer that overlaps its send
  *                                 buffer, which MPI forbids and does not
  *                                 check: the ledger stops it
+ *   ledger_probe --staged         each rank receives 5 floats from the
+ *                                 rank before it into a buffer of 8 that
+ *                                 holds 100-107: by MPI_Irecv and MPI_Wait
+ *                                 (small, staged by the ledger), by one of
+ *                                 20000 floats (larger than what the ledger
+ *                                 stages), and by MPI_Irecv and
+ *                                 MPI_Request_free then a barrier; prints
+ *                                 "staged RANK: ..." with the bits of the
+ *                                 buffer's first float before the wait and
+ *                                 the buffers' floats after
  *   ledger_probe --hang           rank 0 waits for a message that never
  *                                 comes, inside a named step, so that the
  *                                 harness's deadlock report and clean-up
@@ -245,6 +255,49 @@ static void frames(const char *kind)
     exit(0);
 }
 
+/* --staged: what a receive buffer holds before and after its completion.
+ * A correct program reads it only after; the ledger must deliver exactly
+ * what MPI would (the message, and the rest of the buffer as it was). */
+static void staged(int rank, int size)
+{
+    enum { ROOM = 8, SENT = 5, LARGE = 20000 };
+    const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+    float sent[SENT], room[ROOM], freed[ROOM];
+    static float large_sent[LARGE], large[LARGE];
+    for (int k = 0; k < SENT; k++)
+        sent[k] = (float)(10 * rank + k);
+    for (int k = 0; k < ROOM; k++)
+        room[k] = freed[k] = (float)(100 + k);
+    for (int k = 0; k < LARGE; k++)
+        large_sent[k] = (float)(rank + k);
+    MPI_Request requests[2];
+    MPI_CHECK(MPI_Irecv(room, ROOM, MPI_FLOAT, previous, 0, MPI_COMM_WORLD,
+                        &requests[0]));
+    unsigned int before;
+    memcpy(&before, &room[0], sizeof before);
+    MPI_CHECK(MPI_Isend(sent, SENT, MPI_FLOAT, next, 0, MPI_COMM_WORLD,
+                        &requests[1]));
+    MPI_CHECK(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE));
+    MPI_CHECK(MPI_Irecv(large, LARGE, MPI_FLOAT, previous, 1, MPI_COMM_WORLD,
+                        &requests[0]));
+    MPI_CHECK(MPI_Isend(large_sent, LARGE, MPI_FLOAT, next, 1, MPI_COMM_WORLD,
+                        &requests[1]));
+    MPI_CHECK(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE));
+    MPI_CHECK(MPI_Irecv(freed, ROOM, MPI_FLOAT, previous, 2, MPI_COMM_WORLD,
+                        &requests[0]));
+    MPI_CHECK(MPI_Request_free(&requests[0]));
+    MPI_CHECK(MPI_Send(sent, SENT, MPI_FLOAT, next, 2, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    printf("staged %d: before %08x after", rank, before);
+    for (int k = 0; k < ROOM; k++)
+        printf(" %g", room[k]);
+    printf(" large %g %g freed", large[0], large[LARGE - 1]);
+    for (int k = 0; k < ROOM; k++)
+        printf(" %g", freed[k]);
+    printf("\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -282,6 +335,10 @@ int main(int argc, char **argv)
                                chunk + 1, N - 1, MPI_DOUBLE,
                                (rank + size - 1) % size, 0, MPI_COMM_WORLD,
                                MPI_STATUS_IGNORE));
+        mpi_exit_all(0);
+    }
+    if (strcmp(argv[1], "--staged") == 0) {
+        staged(rank, size);
         mpi_exit_all(0);
     }
     if (strcmp(argv[1], "--hang") == 0) {

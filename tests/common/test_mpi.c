@@ -353,6 +353,33 @@ START_TEST(ledger_stops_overlapping_sendrecv)
 }
 END_TEST
 
+/* A small MPI_Irecv's buffer holds 0xff in every byte until its request
+ * completes (the ledger stages it), so that code reading it early sees
+ * NaN whatever the timing; at the completion it holds exactly what MPI
+ * delivers: the 5 floats sent, the rest of its 8 as they were. A larger
+ * receive, and one whose request is freed, deliver the same. */
+START_TEST(ledger_stages_small_receives)
+{
+    char *args[] = { "--staged", NULL };
+    run_result r = harness_run_mpi("tests/common", "ledger_probe", 3, args,
+                                   NULL, 20);
+    harness_expect_success(&r, "ledger_probe --staged on 3 ranks");
+    for (int rank = 0; rank < 3; rank++) {
+        const int p = (rank + 2) % 3;
+        char want[256];
+        snprintf(want, sizeof want, "staged %d: before ffffffff after %d %d "
+                 "%d %d %d 105 106 107 large %d %d freed %d %d %d %d %d 105 "
+                 "106 107\n", rank, 10 * p, 10 * p + 1, 10 * p + 2,
+                 10 * p + 3, 10 * p + 4, p, p + 19999, 10 * p, 10 * p + 1,
+                 10 * p + 2, 10 * p + 3, 10 * p + 4);
+        ck_assert_msg(strstr(r.out, want) != NULL, "expected \"%.*s\" in "
+                      "ledger_probe --staged's output:\n%s",
+                      (int)strlen(want) - 1, want, r.out);
+    }
+    run_result_free(&r);
+}
+END_TEST
+
 /* ---- the collectives (common/collectives.h), on 1 to 4 ranks ---- */
 
 /* A buffer not divisible by 2, 3 or 4, each rank's block several chunks
@@ -919,6 +946,9 @@ Suite *lesson_suite(void)
                 0, 30);
     harness_add(suite, "comm ledger: a send-receive's overlapping buffers "
                 "stopped", ledger_stops_overlapping_sendrecv, 0, 30);
+    harness_add(suite, "comm ledger: a small MPI_Irecv's buffer holds NaN "
+                "until its completion, then exactly what MPI delivers",
+                ledger_stages_small_receives, 0, 30);
     for (int ranks = 1; ranks <= 4; ranks++) {
         static char names[4][96];
         snprintf(names[ranks - 1], sizeof names[ranks - 1], "collectives: "
