@@ -113,6 +113,7 @@ static struct {
     uint64_t up_waited_at_once;
     const void *up_threads[64];
     size_t up_thread_count;
+    size_t largest_up;           /* the most bytes one copy up carried */
     /* The blocks device_host_alloc gave, so that a copy's host end is
      * bounds-checked as its device end is. */
     struct host_block {
@@ -1065,6 +1066,20 @@ static int check_copy(const char *function, const void *dst, const void *src,
     return status;
 }
 
+/* A copy up starts on this thread: the thread is one that copies up, and
+ * the copy's size the largest yet, or not. (Lock held.) */
+static void note_copy_up(size_t bytes)
+{
+    size_t k = 0;
+    while (k < device.up_thread_count && device.up_threads[k] != &thread_mark)
+        k++;
+    if (k == device.up_thread_count &&
+        k < sizeof device.up_threads / sizeof device.up_threads[0])
+        device.up_threads[device.up_thread_count++] = &thread_mark;
+    if (bytes > device.largest_up)
+        device.largest_up = bytes;
+}
+
 /* A copy has landed: the books take it. (Lock held; cpu: arena open.) */
 static void book(size_t bytes, int to_device)
 {
@@ -1098,6 +1113,12 @@ static int copy_blocking(const char *function, void *dst, const void *src,
         return -1;
     const double start = timer_now();
     lock();
+    /* A blocking copy up is one started and waited for at once: it hides
+     * behind nothing. */
+    if (to_device) {
+        note_copy_up(bytes);
+        device.up_waited_at_once++;
+    }
     int status = 0;
     if (device.cuda != NULL) {
         status = device.cuda->copy(dst, src, bytes, to_device, error,
@@ -1277,15 +1298,8 @@ static int copy_async(const char *function, void *dst, const void *src,
         memset(dst, 0xff, bytes);
         record.destination = POISONED;
     }
-    if (to_device) {
-        size_t k = 0;
-        while (k < device.up_thread_count &&
-               device.up_threads[k] != &thread_mark)
-            k++;
-        if (k == device.up_thread_count &&
-            k < sizeof device.up_threads / sizeof device.up_threads[0])
-            device.up_threads[device.up_thread_count++] = &thread_mark;
-    }
+    if (to_device)
+        note_copy_up(bytes);
     if (device.pending_count == device.pending_room)
         device.pending = grow(device.pending, &device.pending_room,
                               sizeof *device.pending);
@@ -1443,6 +1457,7 @@ device_traffic device_traffic_total(void)
         .waited_to_host = device.waited_to_host,
         .copies_to_device_waited_at_once = device.up_waited_at_once,
         .threads_copying_to_device = device.up_thread_count,
+        .largest_copy_to_device = device.largest_up,
     };
     unlock();
     return traffic;
@@ -1471,5 +1486,6 @@ void device_traffic_reset(void)
     device.waited_to_device = device.waited_to_host = 0;
     device.up_waited_at_once = 0;
     device.up_thread_count = 0;
+    device.largest_up = 0;
     unlock();
 }

@@ -183,15 +183,18 @@ typedef struct {
      * direction: what the copies cost the program where they were not
      * hidden (cpu: the copies themselves, made at the wait). */
     double waited_to_device, waited_to_host;
-    /* Asynchronous copies to the device waited for at once: by the thread
-     * that started them, which did under DEVICE_AT_ONCE_S of work (its
-     * CPU time) between the start and the wait, so the copy hid behind
-     * nothing (a tile of the CPU Adam takes some 50 us here; the calls
-     * around a copy, well under 10); and how many threads started copies to the device. A
-     * thread's last copy of a phase may be waited so with nothing left to
-     * hide it behind; every one of them is not overlap. */
+    /* Copies to the device waited for at once: blocking ones, and
+     * asynchronous ones waited for by the thread that started them, which
+     * did under DEVICE_AT_ONCE_S of work (its CPU time) between the start
+     * and the wait, so the copy hid behind nothing (a tile of the CPU Adam
+     * takes some 50 us here; the calls around a copy, well under 10); and
+     * how many threads started copies to the device. A thread's last copy
+     * of a phase may be waited so with nothing left to hide it behind;
+     * every one of them is not overlap. */
     uint64_t copies_to_device_waited_at_once;
     uint64_t threads_copying_to_device;
+    /* The most bytes one copy to the device carried. */
+    uint64_t largest_copy_to_device;
 } device_traffic;
 
 #define DEVICE_AT_ONCE_S 10e-6

@@ -1333,6 +1333,28 @@ static void expect_copies_up_overlap(const char *report, int rank,
                   copies);
 }
 
+/* Without the delayed update the new parameters go up tile by tile, each
+ * as its tile is done (send_tile_up): no copy up carries more than one
+ * tile's bf16 parameters, as the device layer (given code) saw them. A
+ * copy of the whole slice after the CPU Adam hides behind nothing, even
+ * where it is one copy a step, which the count of copies waited for at
+ * once allows (a thread's last). */
+static void expect_copies_up_by_tile(const char *report, int rank,
+                                     const char *what)
+{
+    const unsigned long long tile_bytes = CPU_ADAM_TILE * sizeof(bf16);
+    unsigned long long largest = report_value(report, rank,
+                                              "largest_copy_to_device");
+    ck_assert_msg(largest <= tile_bytes, "%s: rank %d copied %llu bytes up "
+                  "in one copy, more than one tile's parameters "
+                  "(CPU_ADAM_TILE x 2 bytes = %llu): the slice went up after "
+                  "the CPU Adam, not tile by tile while it computed. Hint: "
+                  "TODO 5: pass send_tile_up to cpu_adam_update and start "
+                  "each tile's own copy up there, as the tile is done; wait "
+                  "for them after cpu_adam_update returns", what, rank,
+                  largest, tile_bytes);
+}
+
 /* ---- The student's lesson 06, which this lesson runs on ---- */
 
 static bool run_ok(const run_result *r)
@@ -1455,6 +1477,8 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
         char *report = harness_read_report(out, rank);
         char failures[FAILURES_SIZE] = "";
         expect_copies_up_overlap(report, rank, (long)shape->steps, what);
+        if (delay_from < 0)
+            expect_copies_up_by_tile(report, rank, what);
         expect_memory(report, &ref, ranks, rank, delay_from >= 0, failures);
         expect_traffic(report, &ref, ranks, rank, shape->steps, failures);
         if (delay_from >= 0)
