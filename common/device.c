@@ -110,7 +110,7 @@ static struct {
     uint64_t copies_started;     /* the next copy's order */
     /* Copies to the device waited for at once, and the threads that
      * started copies to the device (their marks), since the last reset. */
-    uint64_t up_waited_at_once;
+    uint64_t up_waited_at_once, down_waited_at_once;
     const void *up_threads[64];
     size_t up_thread_count;
     size_t largest_up;           /* the most bytes one copy up carried */
@@ -1370,9 +1370,13 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         return -1;
     }
     check_unchanged(copy, record);
-    if (record->to_device && record->thread == &thread_mark &&
-        cpu_now - record->thread_cpu < DEVICE_AT_ONCE_S)
-        device.up_waited_at_once++;
+    if (record->thread == &thread_mark &&
+        cpu_now - record->thread_cpu < DEVICE_AT_ONCE_S) {
+        if (record->to_device)
+            device.up_waited_at_once++;
+        else
+            device.down_waited_at_once++;
+    }
     if (device.cuda == NULL && record->to_device)
         check_source_unchanged(record);
     const pending_copy p = *record;
@@ -1458,6 +1462,7 @@ device_traffic device_traffic_total(void)
         .copies_to_device_waited_at_once = device.up_waited_at_once,
         .threads_copying_to_device = device.up_thread_count,
         .largest_copy_to_device = device.largest_up,
+        .copies_to_host_waited_at_once = device.down_waited_at_once,
     };
     unlock();
     return traffic;
@@ -1484,7 +1489,7 @@ void device_traffic_reset(void)
         device.cuda_books = books;
     }
     device.waited_to_device = device.waited_to_host = 0;
-    device.up_waited_at_once = 0;
+    device.up_waited_at_once = device.down_waited_at_once = 0;
     device.up_thread_count = 0;
     device.largest_up = 0;
     unlock();

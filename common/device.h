@@ -195,6 +195,9 @@ typedef struct {
     uint64_t threads_copying_to_device;
     /* The most bytes one copy to the device carried. */
     uint64_t largest_copy_to_device;
+    /* Asynchronous copies to the host waited for at once, in the same
+     * sense. */
+    uint64_t copies_to_host_waited_at_once;
 } device_traffic;
 
 #define DEVICE_AT_ONCE_S 10e-6

@@ -1130,6 +1130,14 @@ static void expect_memory(const char *report, const training_reference *ref,
         unsigned long long got = report_value(report, rank, expected[k].key);
         if (got == expected[k].want)
             continue;
+        /* Fewer parts in flight than the pair is no waste: the layer
+         * above's copy finished before this layer's part landed, having
+         * travelled during this layer's backward. Whether the copies hid
+         * behind backward at all, the device's count of copies waited for
+         * at once says (expect_copies_down_overlap). */
+        if (strcmp(expected[k].key, "peak gradients") == 0 &&
+            got < expected[k].want && got >= 2 * one_layer)
+            continue;
         /* Whole bytes a parameter of the model where the formula counts
          * the slice, or a difference of whole bytes a parameter of the
          * slice, names the buffer. */
@@ -1333,6 +1341,29 @@ static void expect_copies_up_overlap(const char *report, int rank,
                   copies);
 }
 
+/* The copies down hide behind backward, as observed by the device layer
+ * (given code): a copy down waited for at once by the thread that started
+ * it hid behind nothing. The last layer's of a step (layer 0's, waited for
+ * as the update begins, with no backward left) may be so; beyond that, at
+ * most a quarter of the copies. */
+static void expect_copies_down_overlap(const char *report, int rank,
+                                       long steps, const char *what)
+{
+    unsigned long long copies = report_value(report, rank, "copies_to_host");
+    unsigned long long at_once = report_value(
+        report, rank, "copies_to_host_waited_at_once");
+    ck_assert_msg(at_once <= (unsigned long long)steps + copies / 4,
+                  "%s: rank %d waited for %llu of its %llu copies down at "
+                  "once, each by the thread that started it with next to no "
+                  "work of its own in between (the device layer's count): "
+                  "those gradients travelled while nothing else ran. Hint: "
+                  "TODO 4: a copy waited for as soon as it starts is on "
+                  "backward's critical path; start layer l's copy, and wait "
+                  "for it only after the next layer's backward (the layer "
+                  "below's offload_backward_done, or the update for layer 0)",
+                  what, rank, at_once, copies);
+}
+
 /* Without the delayed update the new parameters go up tile by tile, each
  * as its tile is done (send_tile_up): no copy up carries more than one
  * tile's bf16 parameters, as the device layer (given code) saw them. A
@@ -1477,6 +1508,7 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
         char *report = harness_read_report(out, rank);
         char failures[FAILURES_SIZE] = "";
         expect_copies_up_overlap(report, rank, (long)shape->steps, what);
+        expect_copies_down_overlap(report, rank, (long)shape->steps, what);
         if (delay_from < 0)
             expect_copies_up_by_tile(report, rank, what);
         expect_memory(report, &ref, ranks, rank, delay_from >= 0, failures);

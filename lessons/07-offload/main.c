@@ -452,10 +452,12 @@ static void report_lines(void *context, FILE *report)
             t->traffic.copies_to_host, t->traffic.copies_to_device);
     fprintf(report, "copies_to_device_waited_at_once %" PRIu64 "\n"
             "threads_copying_to_device %" PRIu64 "\n"
-            "largest_copy_to_device %" PRIu64 "\n",
+            "largest_copy_to_device %" PRIu64 "\n"
+            "copies_to_host_waited_at_once %" PRIu64 "\n",
             t->traffic.copies_to_device_waited_at_once,
             t->traffic.threads_copying_to_device,
-            t->traffic.largest_copy_to_device);
+            t->traffic.largest_copy_to_device,
+            t->traffic.copies_to_host_waited_at_once);
     ledger_watch_write_peaks(&t->memory, report);
     fprintf(report, "peak device_total %zu\npeak host_total %zu\n",
             t->memory.peak_total, t->memory.host_peak_total);
