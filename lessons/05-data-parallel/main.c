@@ -25,6 +25,7 @@
 #include "memory_ledger.h"
 #include "mlp.h"
 #include "optimizer.h"
+#include "overlap_guard.h"
 #include "train.h"
 
 typedef struct {
@@ -83,6 +84,7 @@ static void layer_done(int layer, float *slice, size_t count, void *context)
 {
     trainer *t = context;
     (void)layer;
+    overlap_guard(&t->overlap, "train");
     start_layer_average(&t->overlap, slice, count);
     /* A buffer the average was started from on start_layer_average's own
      * stack is dead now: overwritten, so that the ledger sees it change

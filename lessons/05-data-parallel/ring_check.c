@@ -31,6 +31,7 @@
 #include "data_parallel.h"
 #include "matrix.h"
 #include "memory_ledger.h"
+#include "overlap_guard.h"
 #include "partition.h"
 #include "report.h"
 #include "ring_data.h"
@@ -140,6 +141,7 @@ static void call_student(check_config *c, float *data, size_t count)
         for (int layer = OVERLAP_LAYERS - 1; layer >= 0; layer--) {
             size_t begin, end;
             block_range(count, OVERLAP_LAYERS, (size_t)layer, &begin, &end);
+            overlap_guard(state, "ring_check");
             steps_enter("TODO 4: start_layer_average");
             start_layer_average(state, data + begin, end - begin);
             steps_enter("report");
