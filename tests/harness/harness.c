@@ -1851,14 +1851,26 @@ bool harness_run_failure(const run_result *result, const char *what,
         step_of_rank(result->where, rank, step, sizeof step);
         if (strncmp(step, "(no step", 8) == 0)
             step[0] = '\0';
+        /* A crash in given code (a step not of a TODO) after the
+         * student's code ran is most often that code's earlier write out
+         * of bounds, found only when given code uses the memory. */
+        const bool in_given = step[0] != '\0' && strstr(step, "TODO") == NULL;
         return said(why, size,
-                    "%s: rank %d crashed: %s (signal %d)%s%s%s", what, rank,
+                    "%s: rank %d crashed: %s (signal %d)%s%s%s%s", what, rank,
                     name, signal_number, step[0] ? ", in " : "", step,
                     signal_number == SIGSEGV || signal_number == SIGBUS
                         ? ". It touched memory it does not own: an index "
                           "past the end of a buffer, a count larger than "
                           "the buffer, or a pointer never set"
-                        : "");
+                        : "",
+                    in_given ? ". That step is given code, which runs the "
+                               "same for every correct program: most often "
+                               "your code wrote out of bounds before it "
+                               "(an index below 0 or past the end), and the "
+                               "given code met the damage. make grade runs "
+                               "the tests under AddressSanitizer, which stops "
+                               "at that write and names its line"
+                             : "");
     }
     if (result->supervisor_lost)
         return said(why, size,
