@@ -1,15 +1,21 @@
 /* The producer side of a lesson's tests: see producer.h. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* ptrace's requests */
 #include "producer.h"
 
 #include "boundary.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 static const char *folder;
 static size_t args[PRODUCER_MAX_ARGS];
@@ -23,6 +29,105 @@ static _Noreturn void usage(const char *program, const producer_case *cases,
         fprintf(stderr, " %s (%d args)", cases[k].name, cases[k].arg_count);
     fputc('\n', stderr);
     exit(2);
+}
+
+static void path_of(char path[PATH_MAX], const char *name);
+
+void producer_region(void)
+{
+    raise(SIGSTOP);
+}
+
+/* The most regions, and the most instructions one region may take before
+ * the count stops (a loop that never ends would otherwise keep the
+ * producer single-stepping until the test's limit). */
+enum { MAX_REGIONS = 16 };
+#define MAX_STEPS 20000000ull
+
+/* A counted case: the child returns from here and runs the case behind
+ * the boundary; the parent single-steps it through its regions, writes
+ * their counts and exits with the child's status. */
+static void run_counted(void)
+{
+#if defined(__linux__)
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "producer: cannot count instructions: fork: %s\n",
+                strerror(errno));
+        exit(PRODUCER_NOT_COUNTED);
+    }
+    if (child == 0) {
+        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) {
+            fprintf(stderr, "producer: cannot count instructions: ptrace: "
+                    "%s\n", strerror(errno));
+            _exit(PRODUCER_NOT_COUNTED);
+        }
+        raise(SIGSTOP);   /* the parent takes over here */
+        return;
+    }
+    int status;
+    if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status)) {
+        fprintf(stderr, "producer: cannot count instructions: the child did "
+                "not stop for its tracer\n");
+        exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+    }
+    (void)ptrace(PTRACE_SETOPTIONS, child, NULL, (void *)PTRACE_O_EXITKILL);
+    uint64_t counts[MAX_REGIONS], steps = 0, stops = 0;
+    int regions = 0, deliver = 0;
+    bool inside = false;
+    for (;;) {
+        long request = inside ? PTRACE_SINGLESTEP : PTRACE_CONT;
+        if (ptrace((enum __ptrace_request)request, child, NULL,
+                   (void *)(intptr_t)deliver) != 0) {
+            fprintf(stderr, "producer: cannot count instructions: ptrace: "
+                    "%s\n", strerror(errno));
+            kill(child, SIGKILL);
+            exit(PRODUCER_NOT_COUNTED);
+        }
+        if (waitpid(child, &status, 0) != child)
+            exit(1);
+        if (WIFEXITED(status) || WIFSIGNALED(status))
+            break;
+        deliver = 0;
+        const int signal_number = WSTOPSIG(status);
+        if (signal_number == SIGTRAP && inside) {
+            if (++steps < MAX_STEPS)
+                continue;
+            counts[regions++] = steps;   /* at the cap: the count stops */
+            inside = false;
+        } else if (signal_number == SIGSTOP) {
+            stops++;
+            if (inside && regions < MAX_REGIONS)
+                counts[regions++] = steps;
+            inside = !inside && regions < MAX_REGIONS;
+            steps = 0;
+        } else {
+            deliver = signal_number;   /* the child's own signals */
+        }
+    }
+    /* The child may have left files of these names (links, say): gone
+     * first, so that what the judge reads is this process's own. */
+    char path[PATH_MAX];
+    path_of(path, "instructions");
+    (void)remove(path);
+    path_of(path, "stops");
+    (void)remove(path);
+    produce("instructions", counts, sizeof counts[0], (size_t)regions);
+    /* Every SIGSTOP the child took: the judge knows how many its regions
+     * make, and one more is code that stopped itself to split them. */
+    produce("stops", &stops, sizeof stops, 1);
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "producer: the counted case died of signal %d\n",
+                WTERMSIG(status));
+        exit(1);
+    }
+    exit(WEXITSTATUS(status));
+#else
+    fprintf(stderr, "producer: cannot count instructions: single-stepping "
+            "(ptrace) is used only on Linux\n");
+    exit(PRODUCER_NOT_COUNTED);
+#endif
 }
 
 int producer_main(int argc, char **argv, const producer_case *cases,
@@ -45,6 +150,8 @@ int producer_main(int argc, char **argv, const producer_case *cases,
         if (strcmp(cases[k].name, argv[1]) == 0) {
             if (cases[k].arg_count != arg_count)
                 usage(argv[0], cases, count);
+            if (cases[k].counted)
+                run_counted();
             /* The student's code runs behind the boundary (boundary.h):
              * it may read and write its case's folder and nothing else,
              * start threads but no process, signal only itself. */

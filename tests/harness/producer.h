@@ -17,6 +17,7 @@
 #ifndef ZZ_PRODUCER_H
 #define ZZ_PRODUCER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The most ARGs a producer takes (harness_produce passes no more). */
@@ -28,7 +29,21 @@ typedef struct {
     const char *name;
     int arg_count;      /* how many ARGs it takes */
     void (*run)(void);
+    bool counted;       /* its regions' instructions are counted (below) */
 } producer_case;
+
+/* A counted case runs in a child process that the producer single-steps
+ * (ptrace, Linux only), from outside the boundary and outside the child:
+ * between each pair of producer_region calls the child makes, the
+ * producer counts the instructions the child executes, and writes the
+ * counts, one uint64 a region, to DIR/instructions.bin. What the code
+ * does, not what its binary holds: a loop one element at a time executes
+ * some instructions for every element, a vectorised one a fraction of
+ * them. Where single-stepping cannot run (not Linux; ptrace refused),
+ * the case exits with status PRODUCER_NOT_COUNTED, its reason on
+ * stderr. */
+enum { PRODUCER_NOT_COUNTED = 5 };
+void producer_region(void);
 
 /* The producer's main: finds the case and runs it. */
 int producer_main(int argc, char **argv, const producer_case *cases,

@@ -40,7 +40,7 @@ static void fast(void)
 
 int main(int argc, char **argv)
 {
-    static const producer_case cases[] = { { "naive", 2, naive },
-                                           { "fast", 2, fast } };
+    static const producer_case cases[] = { { "naive", 2, naive, false },
+                                           { "fast", 2, fast, false } };
     return producer_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

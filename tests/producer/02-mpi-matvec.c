@@ -41,6 +41,6 @@ static void partition(void)
 
 int main(int argc, char **argv)
 {
-    static const producer_case cases[] = { { "partition", 2, partition } };
+    static const producer_case cases[] = { { "partition", 2, partition, false } };
     return producer_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

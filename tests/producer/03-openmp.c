@@ -261,10 +261,10 @@ static void run_counters(void)
 int main(int argc, char **argv)
 {
     static const producer_case cases[] = {
-        { "rows", 2, run_rows },
-        { "triangular", 2, run_triangular },
-        { "columns", 1, run_columns },
-        { "counters", 1, run_counters },
+        { "rows", 2, run_rows, false },
+        { "triangular", 2, run_triangular, false },
+        { "columns", 1, run_columns, false },
+        { "counters", 1, run_counters, false },
     };
     return producer_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

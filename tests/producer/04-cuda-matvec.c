@@ -182,10 +182,10 @@ static void gpu_float(void)
 int main(int argc, char **argv)
 {
     static const producer_case cases[] = {
-        { "device_double", 3, device_double },
-        { "device_float", 3, device_float },
-        { "gpu_double", 3, gpu_double },
-        { "gpu_float", 3, gpu_float },
+        { "device_double", 3, device_double, false },
+        { "device_float", 3, device_float, false },
+        { "gpu_double", 3, gpu_double, false },
+        { "gpu_float", 3, gpu_float, false },
     };
     return producer_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -48,6 +48,6 @@ static void shard(void)
 
 int main(int argc, char **argv)
 {
-    static const producer_case cases[] = { { "shard", 5, shard } };
+    static const producer_case cases[] = { { "shard", 5, shard, false } };
     return producer_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

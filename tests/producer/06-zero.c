@@ -40,6 +40,6 @@ static void owned(void)
 
 int main(int argc, char **argv)
 {
-    static const producer_case cases[] = { { "owned", 4, owned } };
+    static const producer_case cases[] = { { "owned", 4, owned, false } };
     return producer_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -11,6 +11,9 @@
  *                         pointers master + o, m + o, ... and count n; at
  *                         step 2 with no callback (tile_done NULL), at the
  *                         others with one that notes each tile
+ *   instructions          cpu_adam_tile, step 1, on INSTRUCTION_LENGTHS
+ *                         elements, each call a counted region
+ *                         (producer.h): the instructions it executed
  *   threads               cpu_adam_update, step 1, THREADS_CASE_LENGTH
  *                         elements, with the callback that watches the
  *                         threads (below)
@@ -300,12 +303,34 @@ static void run_threads(void)
     buffers_free(&b);
 }
 
+/* ---- instructions ---- */
+
+static void run_instructions(void)
+{
+    const size_t lengths[] = INSTRUCTION_LENGTHS;
+    const size_t room = lengths[INSTRUCTION_LENGTH_COUNT - 1];
+    buffers b = buffers_alloc(room);
+    const uint64_t seed = case_seed(0);
+    const cpu_adam_step constants = cpu_adam_step_of(&case_config, 1,
+                                                     CASE_SCALE);
+    for (int k = 0; k < INSTRUCTION_LENGTH_COUNT; k++) {
+        case_fill_state(seed, room, b.master, b.m, b.v, b.params);
+        case_fill_grads(seed, 1, room, b.grads);
+        producer_region();
+        cpu_adam_tile(&constants, b.master, b.m, b.v, b.grads, b.params, 0,
+                      lengths[k]);
+        producer_region();
+    }
+    buffers_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     static const producer_case cases[] = {
-        { "tile", 3, run_tile },
-        { "update", 3, run_update },
-        { "threads", 0, run_threads },
+        { "tile", 3, run_tile, false },
+        { "update", 3, run_update, false },
+        { "instructions", 0, run_instructions, true },
+        { "threads", 0, run_threads, false },
     };
     return producer_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -58,6 +58,13 @@ enum { case_length_count = sizeof case_lengths / sizeof case_lengths[0] };
  * it, the offset LARGE_OFFSET alone. */
 enum { CASE_EVERY_OFFSET = 1000, LARGE_OFFSET = 3 };
 
+/* The instructions case: cpu_adam_tile single-stepped on these lengths;
+ * the difference of two counts over the difference of the lengths is what
+ * one more element costs, free of what a call costs anyway. Multiples of
+ * 64, so that every vector width's loop ends the same way on both. */
+#define INSTRUCTION_LENGTHS { 64, 192 }
+enum { INSTRUCTION_LENGTH_COUNT = 2 };
+
 /* The threads case: OMP_NUM_THREADS=THREADS_CASE_THREADS, one step of
  * THREADS_CASE_LENGTH elements (many tiles for each thread, and a short
  * last one); the sampling stride of the tile log (below). */
