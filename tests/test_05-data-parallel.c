@@ -632,6 +632,14 @@ static void check_calls(const char *report, int rank, const check_run *run,
                   line.requests_open == 1 ? "" : "s", todo_of(run));
     if (!run->ring)
         return;
+    /* The calls first: a collective moves what its algorithm moves, not
+     * a ring's bytes, so the count below would only be a symptom. */
+    ck_assert_msg(line.all_sent == line.point_to_point_sent,
+                  "length %zu: rank %d sent %llu bytes by collective calls "
+                  "(MPI_Allreduce and its kind): the ring is made of "
+                  "point-to-point calls only, MPI_Sendrecv or MPI_Isend and "
+                  "MPI_Irecv (TODO 3)", count, rank,
+                  line.all_sent - line.point_to_point_sent);
     unsigned long long low = 2ull * (count - (count + P - 1) / P) * 4;
     unsigned long long high = 2ull * (count - count / P) * 4;
     if (P == 1)
@@ -643,12 +651,6 @@ static void check_calls(const char *report, int rank, const check_run *run,
                   "(2(P-1)/P of the data, chunks rounded). Hint: TODO 3: "
                   "one chunk per step, P-1 steps per phase", count, P, rank,
                   line.point_to_point_sent, low, high);
-    ck_assert_msg(line.all_sent == line.point_to_point_sent,
-                  "length %zu: rank %d sent %llu bytes by collective calls "
-                  "(MPI_Allreduce and its kind): the ring is made of "
-                  "point-to-point calls only, MPI_Sendrecv or MPI_Isend and "
-                  "MPI_Irecv (TODO 3)", count, rank,
-                  line.all_sent - line.point_to_point_sent);
 }
 
 /* TODO 4's point is overlap: each layer's average travels while backward
@@ -793,6 +795,14 @@ START_TEST(ring_memory_bounded)
     run_result r = run_check(&run, counts, REPEATS, out);
     check_length(out, &run, 1003);
     check_length(out, &run, count);
+    /* What the ring's calls were, before what the wire says of them (a
+     * collective call moves other bytes than the ledger's model of it). */
+    for (int rank = 0; rank < run.ranks; rank++) {
+        char *report = harness_read_report(out, rank);
+        check_calls(report, rank, &run, 1003);
+        check_calls(report, rank, &run, count);
+        free(report);
+    }
     snprintf(key, sizeof key, "repeat %d count %zu heap_growth", REPEATS,
              count);
     for (int rank = 0; rank < run.ranks; rank++) {
@@ -839,7 +849,9 @@ static const char *method_hint(const char *allreduce)
                "then divide each slice by P, once";
     if (strcmp(allreduce, "ring") == 0)
         return "TODO 3: ring_allreduce returns the sum (the driver divides "
-               "by P)";
+               "by P), made of point-to-point calls only (a collective call "
+               "inside it moves other bytes than the calls' count says: the "
+               "ring tests name it)";
     return "TODO 2: average_gradients leaves the average, not the sum";
 }
 
