@@ -184,6 +184,14 @@ static uint64_t others(const int counts[], int size, int except,
 enum { KEPT_MAX = 4, SAMPLED_WORDS = 4096, STACKED_MAX = 2,
        STAGED_MAX = 64 << 10 };
 typedef struct {
+    unsigned char *staging;      /* where MPI receives, malloc'd */
+    void *into;                  /* the receive's own buffer */
+    size_t bytes;
+    int count, source, tag;      /* the call's other arguments */
+    MPI_Datatype type;
+    MPI_Comm comm;
+} staged_receive;
+typedef struct {
     int arrays;                  /* how many of the call's arrays */
     int length;                  /* ints each: the communicator's size */
     const int *where[KEPT_MAX];
@@ -195,12 +203,7 @@ typedef struct {
     pthread_t stacked_thread;    /* whose stack */
     uintptr_t stacked_at[STACKED_MAX];
     const char *stacked_name[STACKED_MAX];  /* "send", "receive" */
-    void *staged_into;           /* a staged receive's own buffer */
-    unsigned char *staging;      /* where MPI receives it, malloc'd */
-    size_t staged_bytes;
-    int staged_count, staged_source, staged_tag;  /* its other arguments */
-    MPI_Datatype staged_type;
-    MPI_Comm staged_comm;
+    staged_receive staged;       /* a staged MPI_Irecv; else all 0 */
 } kept_arguments;
 
 /* The arrays of the call being started, filed by opened() with its
@@ -258,14 +261,8 @@ static void *stage_receive(void *buffer, int count, MPI_Datatype type,
         return buffer;
     memcpy(staging, buffer, bytes);
     memset(buffer, 0xff, bytes);
-    entered_kept.staged_into = buffer;
-    entered_kept.staging = staging;
-    entered_kept.staged_bytes = bytes;
-    entered_kept.staged_count = count;
-    entered_kept.staged_type = type;
-    entered_kept.staged_source = source;
-    entered_kept.staged_tag = tag;
-    entered_kept.staged_comm = comm;
+    entered_kept.staged = (staged_receive){ staging, buffer, bytes, count,
+                                            source, tag, type, comm };
     return staging;
 }
 
@@ -273,11 +270,12 @@ static void *stage_receive(void *buffer, int count, MPI_Datatype type,
  * buffer. */
 static void unstage(kept_arguments *kept)
 {
-    if (kept->staging == NULL)
+    staged_receive *staged = &kept->staged;
+    if (staged->staging == NULL)
         return;
-    memcpy(kept->staged_into, kept->staging, kept->staged_bytes);
-    free(kept->staging);
-    kept->staging = NULL;
+    memcpy(staged->into, staged->staging, staged->bytes);
+    free(staged->staging);
+    staged->staging = NULL;
 }
 
 /* Before a non-blocking call: its send and receive buffers (NULL where it
@@ -1128,7 +1126,7 @@ static kept_arguments *staged(MPI_Request handle)
 {
     for (size_t k = 0; k < open_count; k++)
         if (open_requests[k].handle == handle)
-            return open_requests[k].kept.staging != NULL
+            return open_requests[k].kept.staged.staging != NULL
                        ? &open_requests[k].kept : NULL;
     return NULL;
 }
@@ -1151,10 +1149,10 @@ static int release_staged(MPI_Request *request, kept_arguments *kept)
     unstage(kept);
     if (result != MPI_SUCCESS || !cancelled)
         return result;
+    const staged_receive *staged = &kept->staged;
     MPI_Request again;
-    result = PMPI_Irecv(kept->staged_into, kept->staged_count,
-                        kept->staged_type, kept->staged_source,
-                        kept->staged_tag, kept->staged_comm, &again);
+    result = PMPI_Irecv(staged->into, staged->count, staged->type,
+                        staged->source, staged->tag, staged->comm, &again);
     return result == MPI_SUCCESS ? PMPI_Request_free(&again) : result;
 }
 
