@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -288,14 +289,21 @@ static void staged(int rank, int size)
     MPI_CHECK(MPI_Request_free(&requests[0]));
     MPI_CHECK(MPI_Send(sent, SENT, MPI_FLOAT, next, 2, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    printf("staged %d: before %08x after", rank, before);
+    /* One line, in one write: the ranks' lines share the launcher's pipe,
+     * and a line written in pieces may be cut by another rank's. */
+    char line[512];
+    int at = snprintf(line, sizeof line, "staged %d: before %08x after",
+                      rank, before);
     for (int k = 0; k < ROOM; k++)
-        printf(" %g", room[k]);
-    printf(" large %g %g freed", large[0], large[LARGE - 1]);
+        at += snprintf(line + at, sizeof line - (size_t)at, " %g", room[k]);
+    at += snprintf(line + at, sizeof line - (size_t)at, " large %g %g freed",
+                   large[0], large[LARGE - 1]);
     for (int k = 0; k < ROOM; k++)
-        printf(" %g", freed[k]);
-    printf("\n");
+        at += snprintf(line + at, sizeof line - (size_t)at, " %g", freed[k]);
+    at += snprintf(line + at, sizeof line - (size_t)at, "\n");
     fflush(stdout);
+    if (write(STDOUT_FILENO, line, (size_t)at) != at)
+        mpi_abort_exit("ledger_probe: cannot write its line");
 }
 
 int main(int argc, char **argv)
