@@ -528,6 +528,25 @@ size_t comm_ledger_open_requests(const char **first_call)
     return open_count;
 }
 
+void comm_ledger_let_requests_finish(double seconds)
+{
+    const double until = timer_now() + seconds;
+    for (;;) {
+        bool all_done = true;
+        for (size_t k = 0; k < open_count; k++) {
+            int done = 0;
+            if (PMPI_Request_get_status(open_requests[k].handle, &done,
+                                        MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                return;
+            all_done = all_done && done;
+        }
+        if (all_done || timer_now() >= until)
+            return;
+        const struct timespec pause = { 0, 100 * 1000 };
+        nanosleep(&pause, NULL);
+    }
+}
+
 size_t comm_ledger_open_requests_of(const char *call, uint64_t *received)
 {
     size_t count = 0;

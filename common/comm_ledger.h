@@ -124,6 +124,15 @@ size_t comm_ledger_open_requests_of(const char *call, uint64_t *received);
  * next calls would have written there). */
 void comm_ledger_overwrite_dead_frames(void);
 
+/* Given code calls it where a real program would compute for a while (a
+ * layer's backward): MPI moves the open requests' data on, without
+ * completing any of them (MPI_Request_get_status, which leaves each as it
+ * was), until every one has its data or `seconds` have passed. Code that
+ * tests a request later then finds it done, as it would after a long
+ * backward: a program that forgets what MPI_Test completed shows it every
+ * time, not only on a slow run. */
+void comm_ledger_let_requests_finish(double seconds);
+
 /* Writes "comm NAME CALLS SENT RECEIVED" for every call made at least once,
  * then "requests_open N", followed by the oldest one's call when N > 0. */
 void comm_ledger_write(FILE *out);

@@ -468,6 +468,8 @@ static void check_length(const char *out, const check_run *run, size_t count)
             (run->ring ? gamma_float(P - 1) : gamma_float(P + 1) / P) *
             (1 + 0x1.0p-22);
         size_t wrong = 0, first_wrong = 0, wrong_in_tail = 0;
+        /* Wrong elements that are the sum, undivided. */
+        size_t wrong_summed = 0;
         bool looks_divided = count > 0, looks_summed = count > 0;
         bool looks_world = count > 0 && P != run->ranks;
         /* The sum over comm, divided by the size of MPI_COMM_WORLD. */
@@ -491,6 +493,8 @@ static void check_length(const char *out, const check_run *run, size_t count)
             if (!(fabs(got[k] - want) <= bound_factor * magnitude)) {
                 if (wrong++ == 0)
                     first_wrong = k;
+                wrong_summed += fabs(got[k] - exact) <=
+                                gamma_float(P + 1) * magnitude + 1e-30;
                 if (k >= (size_t)P * (count / (size_t)P))
                     wrong_in_tail++;
             }
@@ -547,6 +551,17 @@ static void check_length(const char *out, const check_run *run, size_t count)
                 snprintf(diagnosis, sizeof diagnosis, "every element is 0: "
                          "the sum scaled by 0? 1 / P in integer arithmetic is "
                          "0 for P > 1: divide by (float)P");
+            else if (run->overlap && !looks_summed && P > 1 &&
+                     wrong_summed == wrong)
+                snprintf(diagnosis, sizeof diagnosis, "%zu of the %zu "
+                         "elements are the sum over the %d ranks, never "
+                         "divided, and the others right: some slices were "
+                         "not divided. A request that MPI_Test (or its -any, "
+                         "-some, -all forms) completed is MPI_REQUEST_NULL "
+                         "afterwards, and MPI_Waitany and MPI_Waitsome never "
+                         "return it again: divide every slice once, "
+                         "whichever call completed its request", wrong,
+                         count, P);
             else if (!run->ring && looks_summed && P > 1)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "sum over the %d ranks, not their average: divide "
