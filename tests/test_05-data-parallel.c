@@ -905,6 +905,25 @@ static trained train_on_ranks(int ranks, int local_batch,
     run_result r = harness_run_mpi("05-data-parallel", "train", ranks, args,
                                    ring ? ring_env : NULL, 12);
     harness_expect_success(&r, what);
+    /* Requests left open first: bytes a request counted and never moved
+     * would otherwise show below as a mismatch with the wire. */
+    for (int rank = 0; rank < ranks; rank++) {
+        char *report = harness_read_report(out, rank);
+        unsigned long long open;
+        ck_assert_msg(harness_report_values(report, "requests_open", &open,
+                                            1) == 1,
+                      "rank %d's report has no \"requests_open\" line", rank);
+        char call[64] = "?";
+        const char *line = strstr(report, "requests_open ");
+        if (open > 0 && line != NULL)
+            sscanf(line, "requests_open %*u %63s", call);
+        free(report);
+        ck_assert_msg(open == 0, "%s: rank %d: %llu MPI request%s never "
+                      "completed (the oldest started by %s): until a request "
+                      "completes, its data may not have arrived. Hint: %s",
+                      what, rank, open, open == 1 ? "" : "s", call,
+                      method_hint(allreduce));
+    }
     /* What the kernel saw cross, against what the ranks' calls counted;
      * and for the ring, who sent to whom. */
     ledger_traffic all[4];
@@ -939,25 +958,12 @@ static trained train_on_ranks(int ranks, int local_batch,
     ck_assert(t.params != NULL && t.losses != NULL);
     harness_read_doubles(out, "params", 0, t.params, t.parameters);
     harness_read_doubles(out, "losses", 0, t.losses, EQUIVALENCE_STEPS);
-    /* Every rank must hold the same model, and have completed every
-     * request it started. */
+    /* Every rank must hold the same model. */
     double *other = malloc(t.parameters * sizeof *other);
     ck_assert(other != NULL);
     overlap_seen overlap = { 0, 0 };
     for (int rank = 0; rank < ranks; rank++) {
         report = harness_read_report(out, rank);
-        ck_assert_msg(harness_report_values(report, "requests_open", values,
-                                            1) == 1,
-                      "rank %d's report has no \"requests_open\" line", rank);
-        char call[64] = "?";
-        const char *line = strstr(report, "requests_open ");
-        if (values[0] > 0 && line != NULL)
-            sscanf(line, "requests_open %*u %63s", call);
-        ck_assert_msg(values[0] == 0, "%s: rank %d: %llu MPI request%s never "
-                      "completed (the oldest started by %s): until a request "
-                      "completes, its data may not have arrived. Hint: %s",
-                      what, rank, values[0], values[0] == 1 ? "" : "s", call,
-                      method_hint(allreduce));
         if (strcmp(allreduce, "overlap") == 0)
             count_overlap(report, rank, what, &overlap);
         free(report);
