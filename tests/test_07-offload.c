@@ -307,6 +307,24 @@ static void expect_tiles_cover(const uint64_t *tiles, size_t count, int step,
 /* Case _i: length case_lengths[_i / 2]; even _i cpu_adam_tile, odd
  * cpu_adam_update. The producer's outputs, for each offset, against the
  * reference computed here. */
+/* DIR/NAME.bin's tiles, (step, begin, end) each, into fresh memory. */
+static uint64_t *read_tiles(const char *dir, const char *name,
+                            const char *where, size_t *count)
+{
+    char path[HARNESS_PATH + 64];
+    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    FILE *file = fopen(path, "rb");
+    ck_assert_msg(file != NULL, "%s: the producer wrote no %s", where, name);
+    fseek(file, 0, SEEK_END);
+    long bytes = ftell(file);
+    fclose(file);
+    *count = (size_t)bytes / (3 * sizeof(uint64_t));
+    uint64_t *tiles = malloc(3 * *count * sizeof *tiles + 1);
+    ck_assert_msg(tiles != NULL, "the tests are out of memory");
+    harness_read_output(dir, name, tiles, 3 * sizeof *tiles, *count);
+    return tiles;
+}
+
 START_TEST(exact_case)
 {
     const int k = _i / 2;
@@ -365,18 +383,8 @@ START_TEST(exact_case)
                          "read");
         if (update) {
             snprintf(name, sizeof name, "tiles-%zu", o);
-            char path[HARNESS_PATH + 64];
-            snprintf(path, sizeof path, "%s/%s.bin", dir, name);
-            FILE *file = fopen(path, "rb");
-            ck_assert_msg(file != NULL, "%s: the producer wrote no %s", where,
-                          name);
-            fseek(file, 0, SEEK_END);
-            long bytes = ftell(file);
-            fclose(file);
-            size_t count = (size_t)bytes / (3 * sizeof(uint64_t));
-            uint64_t *tiles = malloc(3 * count * sizeof *tiles + 1);
-            ck_assert_msg(tiles != NULL, "the tests are out of memory");
-            harness_read_output(dir, name, tiles, 3 * sizeof *tiles, count);
+            size_t count;
+            uint64_t *tiles = read_tiles(dir, name, where, &count);
             for (size_t t = 0; t < count; t++)
                 ck_assert_msg(tiles[3 * t] != 2, "%s: tile_done was NULL at "
                               "step 2, and something was called in its place."
@@ -385,6 +393,19 @@ START_TEST(exact_case)
             expect_tiles_cover(tiles, count, 3, n, where);
             free(tiles);
         }
+    }
+    if (update && n > CASE_EVERY_OFFSET) {
+        /* A whole number of tiles (the producer's update on WHOLE_TILES
+         * tiles): a tile count rounded up one too far adds an empty one,
+         * which no length above shows. */
+        char where[160];
+        snprintf(where, sizeof where, "cpu_adam_update on %d elements, %d "
+                 "whole tiles", WHOLE_TILES * CPU_ADAM_TILE, WHOLE_TILES);
+        size_t count;
+        uint64_t *tiles = read_tiles(dir, "tiles-whole", where, &count);
+        expect_tiles_cover(tiles, count, 1,
+                           (size_t)WHOLE_TILES * CPU_ADAM_TILE, where);
+        free(tiles);
     }
     buffers_free(&want);
     buffers_free(&got);

@@ -10,7 +10,9 @@
  *   update K FIRST LAST   cpu_adam_update on the same, given the
  *                         pointers master + o, m + o, ... and count n; at
  *                         step 2 with no callback (tile_done NULL), at the
- *                         others with one that notes each tile
+ *                         others with one that notes each tile; for the
+ *                         longest length, then one step on WHOLE_TILES
+ *                         tiles exactly, its tiles noted (tiles-whole)
  *   instructions          cpu_adam_tile, step 1, on INSTRUCTION_LENGTHS
  *                         elements, each call a counted region
  *                         (producer.h): the instructions it executed
@@ -167,6 +169,17 @@ static void run_case(bool whole_update)
             produce(name, tiles.entries, 3 * sizeof(uint64_t), tiles.count);
             free(tiles.entries);
         }
+    }
+    if (whole_update && n > CASE_EVERY_OFFSET) {
+        tile_list tiles = { NULL, 0, 0, 1, ATOMIC_FLAG_INIT };
+        const cpu_adam_step constants =
+            cpu_adam_step_of(&case_config, 1, CASE_SCALE);
+        cpu_adam_update(&constants, b.master, b.m, b.v, b.grads, b.params,
+                        (size_t)WHOLE_TILES * CPU_ADAM_TILE, note_tile,
+                        &tiles);
+        produce("tiles-whole", tiles.entries, 3 * sizeof(uint64_t),
+                tiles.count);
+        free(tiles.entries);
     }
     buffers_free(&b);
 }

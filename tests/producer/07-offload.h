@@ -65,6 +65,10 @@ enum { CASE_EVERY_OFFSET = 1000, LARGE_OFFSET = 3 };
 #define INSTRUCTION_LENGTHS { 64, 192 }
 enum { INSTRUCTION_LENGTH_COUNT = 2 };
 
+/* The update case on the longest length also runs one step on exactly
+ * WHOLE_TILES tiles (tiles-whole): a whole number of them. */
+enum { WHOLE_TILES = 2 };
+
 /* The threads case: OMP_NUM_THREADS=THREADS_CASE_THREADS, one step of
  * THREADS_CASE_LENGTH elements (many tiles for each thread, and a short
  * last one); the sampling stride of the tile log (below). */
