@@ -96,6 +96,7 @@ typedef struct {
     uint64_t order;             /* copies started before it: fewer */
     const void *thread;         /* the thread that started it (its mark) */
     double thread_cpu;          /* that thread's CPU time then */
+    uint64_t hook_entry;        /* the opener's hook call it started in */
 } pending_copy;
 
 static struct {
@@ -350,11 +351,20 @@ static double thread_cpu_now(void)
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
+/* How many times the opener's thread has entered named host code (a
+ * driver's call of a student's hook): a copy started and waited for in
+ * the same call hid behind none of the given code that runs between the
+ * calls (the next layer's backward). */
+static _Atomic uint64_t hook_entries;
+
 void device_name_host_code(const char *where)
 {
     code_here = where;
-    if (device.opened_once && pthread_equal(pthread_self(), opener))
+    if (device.opened_once && pthread_equal(pthread_self(), opener)) {
         atomic_store(&code_of_opener, where);
+        if (where != NULL)
+            atomic_fetch_add(&hook_entries, 1);
+    }
 }
 
 /* The host code running now, as given code named it: this thread's, or
@@ -1305,6 +1315,7 @@ static int copy_async(const char *function, void *dst, const void *src,
                               sizeof *device.pending);
     record.thread = &thread_mark;
     record.thread_cpu = thread_cpu_now();
+    record.hook_entry = atomic_load(&hook_entries);
     device.pending[device.pending_count++] = record;
     unlock();
     return 0;
@@ -1370,8 +1381,15 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         return -1;
     }
     check_unchanged(copy, record);
+    /* Up: the CPU Adam's other tiles run between a tile's copy and its
+     * wait, in the same hook call, so the thread's own work tells. Down:
+     * the next layer's backward runs between the hook calls, so a copy
+     * waited for in the call that started it hid behind none of it,
+     * whatever the call did meanwhile. */
     if (record->thread == &thread_mark &&
-        cpu_now - record->thread_cpu < DEVICE_AT_ONCE_S) {
+        (record->to_device ? cpu_now - record->thread_cpu < DEVICE_AT_ONCE_S
+                           : record->hook_entry ==
+                                 atomic_load(&hook_entries))) {
         if (record->to_device)
             device.up_waited_at_once++;
         else

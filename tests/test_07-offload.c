@@ -1448,8 +1448,9 @@ static void expect_copies_up_overlap(const char *report, int rank,
 }
 
 /* The copies down hide behind backward, as observed by the device layer
- * (given code): a copy down waited for at once by the thread that started
- * it hid behind nothing. The last layer's of a step (layer 0's, waited for
+ * (given code): a copy down waited for in the same call of the student's
+ * hook that started it (busy work of its own in between or not) hid
+ * behind no layer's backward, which runs between the calls. The last layer's of a step (layer 0's, waited for
  * as the update begins, with no backward left) may be so; beyond that, at
  * most a quarter of the copies. */
 static void expect_copies_down_overlap(const char *report, int rank,
@@ -1460,9 +1461,10 @@ static void expect_copies_down_overlap(const char *report, int rank,
         report, rank, "copies_to_host_waited_at_once");
     ck_assert_msg(at_once <= (unsigned long long)steps + copies / 4,
                   "%s: rank %d waited for %llu of its %llu copies down at "
-                  "once, each by the thread that started it with next to no "
-                  "work of its own in between (the device layer's count): "
-                  "those gradients travelled while nothing else ran. Hint: "
+                  "once, each in the very call of offload_backward_done that "
+                  "started it, whatever it did in between (the device "
+                  "layer's count): no layer's backward ran while those "
+                  "gradients travelled. Hint: "
                   "TODO 4: a copy waited for as soon as it starts is on "
                   "backward's critical path; start layer l's copy, and wait "
                   "for it only after the next layer's backward (the layer "
