@@ -869,15 +869,19 @@ static void check_no_copy_touches(const char *function, void *block,
                                   size_t bytes)
 {
     const char *end = NULL;
-    char why[320];
+    char why[640];
     lock();
     const pending_copy *c = copy_touching(block, bytes, &end);
+    const char *now = host_code_now();
     if (c != NULL)
         snprintf(why, sizeof why, "block %p (%zu bytes) is %s of a pending "
-                 "copy of %zu bytes %s, from %p to %p: device_wait for that "
-                 "copy before freeing it", block, bytes, end, c->bytes,
-                 c->to_device ? "to the device" : "to the host", c->src,
-                 c->dst);
+                 "copy of %zu bytes %s, from %p to %p%s%s%s: device_wait for "
+                 "that copy before freeing it%s%s%s", block, bytes, end,
+                 c->bytes, c->to_device ? "to the device" : "to the host",
+                 c->src, c->dst, c->started_in ? " (started in " : "",
+                 c->started_in ? c->started_in : "",
+                 c->started_in ? ")" : "", now ? " (the free is in " : "",
+                 now ? now : "", now ? ")" : "");
     unlock();
     if (c != NULL)
         device_check_failed(function, why);
