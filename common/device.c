@@ -97,6 +97,7 @@ typedef struct {
     const void *thread;         /* the thread that started it (its mark) */
     double thread_cpu;          /* that thread's CPU time then */
     uint64_t hook_entry;        /* the opener's hook call it started in */
+    uint64_t ups_then;          /* its thread's copies up started by then */
 } pending_copy;
 
 static struct {
@@ -338,6 +339,8 @@ static struct sigaction previous_segv, previous_bus;
 static bool handler_installed;
 static _Thread_local const char *code_here;  /* device_name_host_code */
 static _Thread_local char thread_mark;        /* its address: the thread */
+/* Copies up of at least a byte this thread has started. */
+static _Thread_local uint64_t ups_started;
 
 static _Atomic(const char *) code_of_opener;
 static pthread_t opener;
@@ -1312,14 +1315,17 @@ static int copy_async(const char *function, void *dst, const void *src,
         memset(dst, 0xff, bytes);
         record.destination = POISONED;
     }
-    if (to_device)
+    if (to_device) {
         note_copy_up(bytes);
+        ups_started += bytes > 0;
+    }
     if (device.pending_count == device.pending_room)
         device.pending = grow(device.pending, &device.pending_room,
                               sizeof *device.pending);
     record.thread = &thread_mark;
     record.thread_cpu = thread_cpu_now();
     record.hook_entry = atomic_load(&hook_entries);
+    record.ups_then = ups_started;
     device.pending[device.pending_count++] = record;
     unlock();
     return 0;
@@ -1385,13 +1391,16 @@ int device_wait(device_copy *copy, char *error, size_t error_len)
         return -1;
     }
     check_unchanged(copy, record);
-    /* Up: the CPU Adam's other tiles run between a tile's copy and its
-     * wait, in the same hook call, so the thread's own work tells. Down:
-     * the next layer's backward runs between the hook calls, so a copy
-     * waited for in the call that started it hid behind none of it,
-     * whatever the call did meanwhile. */
+    /* Up: the CPU Adam's next tiles run between a tile's copy and its
+     * wait, and the thread starts their copies: a copy waited for before
+     * its thread started another, or with next to no work of the thread's
+     * own between (its CPU time), hid behind no other tile (busy work in
+     * between is not another tile). Down: the next layer's backward runs
+     * between the hook calls, so a copy waited for in the call that
+     * started it hid behind none of it, whatever the call did meanwhile. */
     if (record->thread == &thread_mark &&
-        (record->to_device ? cpu_now - record->thread_cpu < DEVICE_AT_ONCE_S
+        (record->to_device ? cpu_now - record->thread_cpu < DEVICE_AT_ONCE_S ||
+                                 ups_started == record->ups_then
                            : record->hook_entry ==
                                  atomic_load(&hook_entries))) {
         if (record->to_device)

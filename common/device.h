@@ -184,10 +184,12 @@ typedef struct {
      * hidden (cpu: the copies themselves, made at the wait). */
     double waited_to_device, waited_to_host;
     /* Copies to the device waited for at once: blocking ones, and
-     * asynchronous ones waited for by the thread that started them, which
-     * did under DEVICE_AT_ONCE_S of work (its CPU time) between the start
-     * and the wait, so the copy hid behind nothing (a tile of the CPU Adam
-     * takes some 50 us here; the calls around a copy, well under 10); and
+     * asynchronous ones waited for by the thread that started them before
+     * it started another copy up (busy work in between is no other tile),
+     * or after under DEVICE_AT_ONCE_S of work (its CPU time) between the
+     * start and the wait, so the copy hid behind nothing (a tile of the
+     * CPU Adam takes some 50 us here; the calls around a copy, well under
+     * 10); and
      * how many threads started copies to the device. A thread's last copy
      * of a phase may be waited so with nothing left to hide it behind;
      * every one of them is not overlap. */

@@ -1422,8 +1422,8 @@ static const char *const todo_hint =
 
 /* The copies up hide behind the CPU Adam, as observed by the device layer
  * (given code): a copy up waited for at once (by the thread that started
- * it, with under DEVICE_AT_ONCE_S of its own work between) hid behind
- * nothing. A thread's last copy of a step may be so, with no tile left to
+ * it, before that thread started another copy up, or with under
+ * DEVICE_AT_ONCE_S of its own work between) hid behind no other tile. A thread's last copy of a step may be so, with no tile left to
  * hide it behind (one a thread a step is allowed); beyond that, at most a
  * quarter of the copies, where the lesson's way waits for none at once. */
 static void expect_copies_up_overlap(const char *report, int rank,
@@ -1437,10 +1437,11 @@ static void expect_copies_up_overlap(const char *report, int rank,
                                               "threads_copying_to_device");
     ck_assert_msg(at_once <= (unsigned long long)steps * threads + copies / 4,
                   "%s: rank %d waited for %llu of its %llu copies up at "
-                  "once, each by the thread that started it with next to "
-                  "no work of its own in between (the device layer's "
-                  "count): those parameters travelled while nothing else "
-                  "ran. Hint: TODO 5: start each tile's copy up as the tile "
+                  "once, each by the thread that started it before that "
+                  "thread started another tile's copy, or with next to no "
+                  "work of its own in between (the device layer's count): "
+                  "those parameters travelled while no other tile was "
+                  "computed. Hint: TODO 5: start each tile's copy up as the tile "
                   "is done (send_tile_up) and wait for them after "
                   "cpu_adam_update returns, so that they travel while the "
                   "CPU Adam computes the other tiles", what, rank, at_once,
