@@ -1616,16 +1616,19 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
         char failures[FAILURES_SIZE] = "";
+        /* What is held and what moves first: a copy of the wrong kind
+         * (fp32 beside bf16, say) also breaks the overlap rules below,
+         * which would only name a symptom. */
+        expect_memory(report, &ref, ranks, rank, delay_from >= 0, failures);
+        expect_traffic(report, &ref, ranks, rank, shape->steps, failures);
+        ck_assert_msg(failures[0] == '\0', "%s: %s", what, failures);
         expect_copies_up_overlap(report, rank, (long)shape->steps, what);
         expect_copies_down_overlap(report, rank, (long)shape->steps, what);
         if (delay_from < 0)
             expect_copies_up_by_tile(report, rank, what);
-        expect_memory(report, &ref, ranks, rank, delay_from >= 0, failures);
-        expect_traffic(report, &ref, ranks, rank, shape->steps, failures);
         if (delay_from >= 0)
             expect_overlap(report, rank, (long)shape->steps, delay_from,
                            what);
-        ck_assert_msg(failures[0] == '\0', "%s: %s", what, failures);
         expect_outside(&r, report, &ref, ranks, rank, delay_from >= 0, shape,
                        what);
         free(report);
