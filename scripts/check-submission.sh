@@ -17,12 +17,15 @@
 #   what it calls and reads
 #   - a call to anything (or a use of a library's variable) that
 #     tests/symbols/all.txt and LESSON.txt do not allow (the C library
-#     beyond output, memory and mathematics; MPI calls the communication
-#     ledger does not count; the ledgers; the reference implementations;
-#     loading code; running programs; opening files). MPI's predefined
-#     constants are data a correct program uses (MPI_REQUEST_NULL is a
-#     variable of Open MPI's): all of them are allowed, derived from mpi.h
-#     (--mpi-constants), not listed by hand;
+#     beyond output, memory and mathematics; MPI calls that move data,
+#     except the ones the lesson allows, which the communication ledger
+#     counts; the ledgers; the reference implementations; loading code;
+#     running programs; opening files). Every other function of the MPI
+#     library (MPI_Get_count, MPI_Comm_dup, MPI_Waitall: they move none of
+#     the student's data) is allowed, read from the library (--libraries),
+#     and so are MPI's predefined constants, data a correct program uses
+#     (MPI_REQUEST_NULL is a variable of Open MPI's), derived from mpi.h
+#     (--mpi-constants): neither is listed by hand;
 #   - a raw system call instruction (a way around every rule above);
 #   - an #include of any file but the lesson's and common/'s headers (and
 #     an earlier lesson's, where LESSON.txt says include-from) and the
@@ -103,6 +106,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/zz-check-submission-XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 
 allows=() denies=() reasons=() local_files=() local_globs=() include_lessons=()
+data_movers=() data_mover_kinds=()
 defined_files=() defined_symbols=() defined_reasons=()
 while read -r verb first rest; do
     case "$verb" in
@@ -110,6 +114,7 @@ while read -r verb first rest; do
         # A reference is refused as a call, as a denied symbol is; the
         # linked programs must not hold it at all (scripts/check-program.sh).
         deny|reference) denies+=("$first"); reasons+=("$rest") ;;
+        moves-data) data_movers+=("$first"); data_mover_kinds+=("$rest") ;;
         allow-in) local_files+=("$first"); local_globs+=("${rest%% *}") ;;
         include-from) include_lessons+=("$first") ;;
         define) defined_files+=("$first"); defined_symbols+=("${rest%% *}")
@@ -126,6 +131,16 @@ done < <(nm --defined-only -g "$library" 2>/dev/null | awk 'NF == 3 { print $3 }
 while read -r symbol; do
     library_symbols[$symbol]=1
 done < <(nm --defined-only -g "${objects[@]}" 2>/dev/null | awk 'NF == 3 && $2 ~ /[TDBR]/ { print $3 }')
+
+# The MPI library's functions (an MPI lesson's --libraries): each one that
+# moves no data (a "moves-data" line names the families that do) is
+# allowed, whatever the lesson. Read from the library, not listed by hand.
+declare -A mpi_functions=()
+if [ "${#library_lists[@]}" -gt 0 ]; then
+    while read -r symbol; do
+        mpi_functions[$symbol]=1
+    done < <(awk -F '\t' '$1 ~ /^MPI_/ && $3 == "function" { print $1 }' "${library_lists[@]}")
+fi
 
 # MPI's predefined constants: used, never called, by a correct program.
 declare -A mpi_constants=()
@@ -231,7 +246,18 @@ for object in "${objects[@]}"; do
                 break
             fi
         done
-        [ -n "$verdict" ] || refuse "$shown $does $symbol, which code in lesson $lesson may not $may (what it may $may: tests/symbols/all.txt and tests/symbols/$lesson.txt)"
+        [ -n "$verdict" ] && continue
+        for k in "${!data_movers[@]}"; do
+            # shellcheck disable=SC2053
+            if [[ $symbol == ${data_movers[k]} ]]; then
+                verdict=refused
+                refuse "$shown calls $symbol, which ${data_mover_kinds[k]}: a call that moves data, which code in lesson $lesson may not make with $symbol (the ones it may: tests/symbols/$lesson.txt)"
+                break
+            fi
+        done
+        [ -n "$verdict" ] && continue
+        [ -n "${mpi_functions[$symbol]:-}" ] && continue
+        refuse "$shown $does $symbol, which code in lesson $lesson may not $may (what it may $may: tests/symbols/all.txt and tests/symbols/$lesson.txt)"
     done < <(nm -u "$object" 2>/dev/null | awk '{ print $NF }' | sort -u)
 done
 

@@ -476,7 +476,13 @@ for lesson in "${lessons[@]}"; do
             ${GRADE_SYMBOL_CHECK:+GRADE_SYMBOL_CHECK=$GRADE_SYMBOL_CHECK} \
             "$binary" > "$work/$lesson.build.log" 2>&1; then
         build_logs[$lesson]=$(cat "$work/$lesson.build.log")
-        echo "grade: lesson $lesson does not build (see $work/$lesson.build.log)"
+        # The checks on the files run in the build, before the compiler
+        # links anything: a refusal is not a build error.
+        if grep -q '^refused: ' "$work/$lesson.build.log"; then
+            echo "grade: lesson $lesson was refused: $(grep -m1 '^refused: ' "$work/$lesson.build.log" | cut -c10-) (see $work/$lesson.build.log)"
+        else
+            echo "grade: lesson $lesson does not build (see $work/$lesson.build.log)"
+        fi
         continue
     fi
     built[$lesson]=$(find "$build_dir/tests/test_$lesson" "$build_dir/$lesson" -type f ! -name '*.[od]' -exec sha256sum {} + 2>/dev/null)

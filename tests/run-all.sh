@@ -168,7 +168,7 @@ echo
 # Every predefined constant of MPI accepted by the checks on a student's
 # files, in every MPI lesson (a lesson.mk whose _MPI lists sources), under
 # each MPI installed.
-echo "== MPI's predefined constants, in every MPI lesson (tests/check-mpi-constants.sh)"
+echo "== MPI's predefined constants and the functions that move no data, in every MPI lesson (tests/check-mpi-constants.sh)"
 mpi_lessons=()
 for lesson in "$@"; do
     grep -qE '^\$\(LESSON\)_MPI +:= *[^ ]' "lessons/$lesson/lesson.mk" 2>/dev/null && mpi_lessons+=("$lesson")
