@@ -51,6 +51,11 @@
 #include "producer/07-offload.h"
 #include "training_reference.h"
 
+/* 126 whole tiles and a short one: producer/07-offload.h says why. */
+_Static_assert(THREADS_CASE_LENGTH / CPU_ADAM_TILE == 126 &&
+               THREADS_CASE_LENGTH % CPU_ADAM_TILE != 0,
+               "the threads case is 127 tiles");
+
 #define LESSON "07-offload"
 
 static const char *const tile_hint =
