@@ -873,10 +873,15 @@ static bool stalled(stall_watch *watch, bool *looping)
 
 /* harness_run, and for an MPI run with `watch`, stopped early when it
  * stalls. */
+/* The lesson whose program the test ran last (harness_program): each run
+ * keeps it (run_result's lesson), for the sanitizer's report. */
+static char lesson_of_programs[64];
+
 static run_result run_watched(char *const argv[], char *const env[],
                               double timeout_s, stall_watch *watch)
 {
     run_result result = { 0 };
+    snprintf(result.lesson, sizeof result.lesson, "%s", lesson_of_programs);
     /* Output goes to unnamed temporary files, not pipes: a child that writes
      * a lot can never block on a full pipe while we wait for it. */
     FILE *out = tmpfile(), *err = tmpfile();
@@ -1047,9 +1052,6 @@ void run_result_free(run_result *result)
     result->out = result->err = result->where = result->watch_dir = NULL;
 }
 
-/* The lesson whose program the test ran last (harness_program): a
- * sanitizer's report names a program by its file's name alone. */
-static char lesson_of_programs[64];
 
 const char *harness_program(const char *lesson, const char *program)
 {
@@ -1567,8 +1569,9 @@ static bool symbolize(const char *path, unsigned long long offset,
 
 /* The path and offset of a frame the sanitizer left unnamed:
  * "    #3 0x55d0c1a3b7fa (/abs/path/openmp+0xc87fa)". */
-static bool unnamed_frame(const char *line, size_t n, char *path,
-                          size_t path_len, unsigned long long *offset)
+static bool unnamed_frame(const char *line, size_t n, const char *lesson,
+                          char *path, size_t path_len,
+                          unsigned long long *offset)
 {
     const char *open_paren = memchr(line, '(', n);
     if (open_paren == NULL)
@@ -1594,11 +1597,44 @@ static bool unnamed_frame(const char *line, size_t n, char *path,
     int written = -1;
     if (name[0] == '/')
         written = snprintf(path, path_len, "%s", name);
-    else if (build != NULL && lesson_of_programs[0] != '\0' &&
+    else if (build != NULL && lesson[0] != '\0' &&
              strchr(name, '/') == NULL)
-        written = snprintf(path, path_len, "%s/%s/%s", build,
-                           lesson_of_programs, name);
+        written = snprintf(path, path_len, "%s/%s/%s", build, lesson, name);
     return written > 0 && (size_t)written < path_len;
+}
+
+/* The first frame of a lesson's file in the stack that starts at `at`:
+ * named by the sanitizer, or, where it could not name frames, by
+ * addr2line (the first twelve unnamed ones: one stack), as "in FUNCTION
+ * FILE:LINE" into `frame`. False, and frame "", where there is none. */
+static bool first_lesson_frame(const char *at, const char *lesson,
+                               char *frame, size_t frame_len)
+{
+    int unnamed_tried = 0;
+    frame[0] = '\0';
+    while (*at) {
+        size_t m = strcspn(at, "\n");
+        const char *in = strstr(at, " in ");
+        char path[PATH_MAX];
+        unsigned long long offset = 0;
+        bool is_frame = at[strspn(at, " ")] == '#';
+        if (is_frame && in != NULL && in < at + m &&
+            memmem(at, m, "/common/", 8) == NULL &&
+            memmem(at, m, "/usr/", 5) == NULL &&
+            memmem(at, m, ".c:", 3) != NULL) {
+            snprintf(frame, frame_len, "%.*s", (int)(at + m - in - 1),
+                     in + 1);
+            return true;
+        }
+        if (is_frame && (in == NULL || in > at + m) && unnamed_tried < 12 &&
+            unnamed_frame(at, m, lesson, path, sizeof path, &offset)) {
+            unnamed_tried++;
+            if (symbolize(path, offset, frame, frame_len))
+                return true;
+        }
+        at += m + (at[m] == '\n');
+    }
+    return false;
 }
 
 /* A sanitizer's report in `err` (the grading's sanitized pass builds the
@@ -1608,8 +1644,9 @@ static bool unnamed_frame(const char *line, size_t n, char *path,
  * first frame of its stack in a lesson's file, not the shared library's
  * or the system's ("in fast_matvec .../matvec.c:42"). NULL when there is
  * none. */
-static const char *sanitizer_report(const char *err, char *line, size_t len,
-                                    char *frame, size_t frame_len)
+static const char *sanitizer_report(const char *err, const char *lesson,
+                                    char *line, size_t len, char *frame,
+                                    size_t frame_len)
 {
     static const struct { const char *mark, *tool; } kinds[] = {
         { "ERROR: AddressSanitizer: ", "AddressSanitizer" },
@@ -1643,32 +1680,19 @@ static const char *sanitizer_report(const char *err, char *line, size_t len,
     if (registers != NULL && (size_t)(registers - start) < n)
         n = (size_t)(registers - start);
     snprintf(line, len, "%s: %.*s", tool, (int)(n < 200 ? n : 200), start);
-    frame[0] = '\0';
-    /* The first frame of a lesson's file: named by the sanitizer, or,
-     * where it could not name frames, by addr2line (the first twelve
-     * unnamed ones: the report's first stack). */
-    int unnamed_tried = 0;
-    for (const char *at = found + n; *at;) {
-        size_t m = strcspn(at, "\n");
-        const char *in = strstr(at, " in ");
-        char path[PATH_MAX];
-        unsigned long long offset = 0;
-        bool is_frame = at[strspn(at, " ")] == '#';
-        if (is_frame && in != NULL && in < at + m &&
-            memmem(at, m, "/common/", 8) == NULL &&
-            memmem(at, m, "/usr/", 5) == NULL &&
-            memmem(at, m, ".c:", 3) != NULL) {
-            snprintf(frame, frame_len, "%.*s", (int)(at + m - in - 1),
-                     in + 1);
-            break;
-        }
-        if (is_frame && (in == NULL || in > at + m) && unnamed_tried < 12 &&
-            unnamed_frame(at, m, path, sizeof path, &offset)) {
-            unnamed_tried++;
-            if (symbolize(path, offset, frame, frame_len))
-                break;
-        }
-        at += m + (at[m] == '\n');
+    first_lesson_frame(found + n, lesson, frame, frame_len);
+    /* A race has two places: the other thread's access, its "Previous
+     * write" or "Previous read", comes second. */
+    const char *previous = strstr(found, "\n  Previous ");
+    const char *next_report = strstr(found + 1, "WARNING: ThreadSanitizer: ");
+    char other[256];
+    if (frame[0] != '\0' && previous != NULL &&
+        (next_report == NULL || previous < next_report) &&
+        first_lesson_frame(previous + 1, lesson, other, sizeof other) &&
+        strcmp(other, frame) != 0) {
+        size_t used = strlen(frame);
+        snprintf(frame + used, frame_len - used, ", and %s on another "
+                 "thread", other);
     }
     return line;
 }
@@ -1789,8 +1813,8 @@ bool harness_run_failure(const run_result *result, const char *what,
     char frame[256];
     if ((result->timed_out || result->signal != 0 ||
          result->exit_status != 0) &&
-        sanitizer_report(result->err, line, sizeof line, frame,
-                         sizeof frame) != NULL)
+        sanitizer_report(result->err, result->lesson, line, sizeof line,
+                         frame, sizeof frame) != NULL)
         return said(why, size,
                     "%s: %s%s%s. The program ran built with the sanitizers, "
                     "which stop it at the first memory error, undefined "

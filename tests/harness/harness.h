@@ -107,6 +107,11 @@ typedef struct {
                           the folder of its reports, removed by
                           run_result_free; else NULL */
     int ranks;         /* MPI runs under the watch: how many ranks */
+    char lesson[64];   /* the lesson of the program that ran (the last
+                          harness_program's when it started): a sanitizer
+                          names a program by its file's name alone, and a
+                          test may run another lesson's program before it
+                          reads this run's report */
 } run_result;
 
 /* Runs argv (argv[0] searched in PATH) in a session of its own with `env`
