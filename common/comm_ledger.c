@@ -1175,10 +1175,33 @@ static int release_staged(MPI_Request *request, kept_arguments *kept)
     return result == MPI_SUCCESS ? PMPI_Request_free(&again) : result;
 }
 
+/* The call that started open request `handle`, or NULL. */
+static const char *started_by(MPI_Request handle)
+{
+    for (size_t k = 0; k < open_count; k++)
+        if (open_requests[k].handle == handle)
+            return ledger[open_requests[k].kind].name;
+    return NULL;
+}
+
 /* Released: MPI completes the operation in its own time, and the caller
- * has given up the handle. */
+ * has given up the handle. Not a non-blocking collective's: MPI makes
+ * freeing one an error (MPI 4.1, section 6.12), and the caller could
+ * never know when its result is there. */
 int MPI_Request_free(MPI_Request *request)
 {
+    const char *call = request != NULL ? started_by(*request) : NULL;
+    if (call != NULL && strncmp(call, "MPI_I", 5) == 0 &&
+        strstr(call, "send") == NULL && strstr(call, "recv") == NULL) {
+        fprintf(stderr, "comm ledger: rank %d called MPI_Request_free on "
+                "the request of %s, a non-blocking collective: MPI does not "
+                "allow it (its result would be there at a time no code can "
+                "know); complete it with MPI_Wait or MPI_Test, or their "
+                "-all, -any and -some forms%s%s%s\n", world_rank(), call,
+                steps_current()[0] ? " (the rank was in " : "",
+                steps_current(), steps_current()[0] ? ")" : "");
+        abort_after_message();
+    }
     enter(CALL_Request_free, 0, 0);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(1, request, small);

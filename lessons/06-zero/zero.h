@@ -66,6 +66,8 @@ enum { ZERO_MAX_STAGE = 3 };
  * and uses the second; the driver never touches either. */
 typedef struct {
     /* ---- given, read only ---- */
+    const char *program;     /* the driver's name, in the messages that
+                                end the job: "train_zero" */
     int stage;               /* 0 .. 3 */
     bool prefetch;           /* stage 3 with TODO 5's prefetch */
     MPI_Comm comm;           /* the collectives' own: a duplicate of
@@ -163,7 +165,7 @@ void zero_check(zero_state *z, int result);
  * the job. */
 void zero_check_alloc(zero_state *z, const void *block);
 
-/* Prints "train_zero: rank R: WHY" and ends the job (MPI_Abort). */
+/* Prints "PROGRAM: rank R: WHY" and ends the job (MPI_Abort). */
 _Noreturn void zero_abort(zero_state *z, const char *why);
 
 #endif

@@ -11,11 +11,12 @@
 #include "partition.h"
 #include "zero.h"
 
-/* Prints "train_zero: LINE" and ends the job (every rank). */
-static _Noreturn void abort_with(const char *line)
+/* Prints "PROGRAM: LINE" and ends the job (every rank). */
+static _Noreturn void abort_with(const zero_state *z, const char *line)
 {
     char message[600];
-    snprintf(message, sizeof message, "train_zero: %s", line);
+    snprintf(message, sizeof message, "%s: %s",
+             z->program != NULL ? z->program : "train_zero", line);
     mpi_abort_exit(message);
 }
 
@@ -23,14 +24,14 @@ _Noreturn void zero_abort(zero_state *z, const char *why)
 {
     char line[512];
     snprintf(line, sizeof line, "rank %d: %s", z->rank, why);
-    abort_with(line);
+    abort_with(z, line);
 }
 
 void zero_check(zero_state *z, int result)
 {
     /* The collectives' lines name the rank already. */
     if (result != 0)
-        abort_with(z->error[0] ? z->error : "a collective failed");
+        abort_with(z, z->error[0] ? z->error : "a collective failed");
 }
 
 void zero_check_alloc(zero_state *z, const void *block)
@@ -39,13 +40,14 @@ void zero_check_alloc(zero_state *z, const void *block)
      * the cap). */
     (void)z;
     if (block == NULL)
-        abort_with(memory_ledger_last_error());
+        abort_with(z, memory_ledger_last_error());
 }
 
 void zero_create(zero_state *z, int stage, bool prefetch, mlp *model,
                  const adamw_config *adamw)
 {
     memset(z, 0, sizeof *z);
+    z->program = "train_zero";
     z->stage = stage;
     z->prefetch = prefetch;
     z->model = model;

@@ -628,10 +628,13 @@ static void train(const run_config *c, const dataset *train_set,
         .context = t,
         .shard = train_shard_interleaved, .shard_name = "the shard of the batch",
         .compute = forward_backward,
-        .compute_mark = "forward and backward (offload.c's gradients down)",
+        /* Marks with the TODOs whose code runs in them: a crash there
+         * is said to be in the student's code, not in given code. */
+        .compute_mark = "forward and backward, with TODO 4's gradients "
+                        "down (offload.c)",
         .synchronise = NULL,
         .update = update,
-        .update_mark = "offload_update",
+        .update_mark = "TODOs 5-6: offload_update",
         .classify = classify,
         .parameters = parameters,
         .report_lines = report_lines,
@@ -696,9 +699,10 @@ int main(int argc, char **argv)
     /* From here on your code runs: behind the boundary when graded. */
     train_enter_boundary_or_exit("train_offload", report, c.out, c.rank,
                                  "master");
-    if (c.no_offload)
+    if (c.no_offload) {
         zero_create(&t.zero, 0, false, &t.model, &adamw);
-    else
+        t.zero.program = "train_offload";
+    } else
         offload_create(&t.offload, &t.model, &adamw,
                        c.dpu > 0 ? (long)c.dpu : -1);
     ledger_watch_start(&t.memory, true);

@@ -58,6 +58,7 @@ void offload_create(offload_state *o, mlp *model, const adamw_config *adamw,
      * buffers are this lesson's (offload_allocate), never allocated by
      * zero_allocate. */
     zero_create(&o->zero, 2, false, model, adamw);
+    o->zero.program = "train_offload";
     o->delay_from = delay_from;
     o->own_count = length_of(o->zero.own);
     o->tile_count = (o->own_count + CPU_ADAM_TILE - 1) / CPU_ADAM_TILE;
