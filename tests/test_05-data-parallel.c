@@ -322,8 +322,9 @@ static run_result run_check(const check_run *run, const char *counts,
                                    run->ring ? ring_env : NULL, 6);
     if (run->ring && r.exit_status != 0 &&
         strstr(r.err, "MPI_ERR_TRUNCATE") != NULL)
-        ck_abort_msg("%s: an MPI_Sendrecv received a message longer than "
-                     "the room its receive gave it (MPI_ERR_TRUNCATE): the "
+        ck_abort_msg("%s: a receive (MPI_Sendrecv, MPI_Recv, ...) got a "
+                     "message longer than the room it gave "
+                     "(MPI_ERR_TRUNCATE): the "
                      "rank that sent it and the rank that received it "
                      "disagree on which chunk moves at that step, or on its "
                      "length. Hint: TODO 3: each rank sends to the next "
@@ -350,12 +351,26 @@ static run_result run_check(const check_run *run, const char *counts,
         if (hung != (size_t)-1)
             snprintf(length, sizeof length, " It hung on length %zu (the "
                      "lengths before it finished).", hung);
-        ck_abort_msg("%s.%s Hint: TODO 3: every rank of comm makes the same "
-                     "P-1 MPI_Sendrecv calls in each phase, one a step, even "
-                     "for an empty chunk: a rank that skips one, or makes one "
-                     "more, leaves its neighbour waiting; and a blocking "
+        /* A corrupted heap hangs a rank too, and is no deadlock: the
+         * harness said so, and what to check. */
+        if (strstr(why, "its heap was corrupted") != NULL)
+            ck_abort_msg("%s.%s Hint: TODO 3: the receive buffer holds the "
+                         "longest chunk, block_size(count, P, 0) floats "
+                         "(malloc takes bytes: times sizeof(float)), and "
+                         "every index stays inside its chunk", why, length);
+        ck_abort_msg("%s.%s Hint: TODO 3: %severy rank of comm makes the "
+                     "same P-1 MPI_Sendrecv calls in each phase, one a step, "
+                     "even for an empty chunk: a rank that skips one, or "
+                     "makes one more, leaves its neighbour waiting; a send "
+                     "and its receive name the same tag; and a blocking "
                      "send before its receive (MPI_Send, then MPI_Recv) "
-                     "waits for ever once messages are large", why, length);
+                     "waits for ever once messages are large", why, length,
+                     run->split ? "here comm is ranks 3, 2 and 1 of "
+                                  "MPI_COMM_WORLD (rank 0 runs alone): your "
+                                  "rank and P come from comm, and a rank "
+                                  "number from MPI_COMM_WORLD names a rank "
+                                  "that is not in the ring, which never "
+                                  "answers. And " : "");
     }
     harness_expect_success(&r, what);
     return r;
@@ -444,6 +459,156 @@ static bool every_rank_untouched(const char *out, const check_run *run,
     return untouched;
 }
 
+/* The usual slips in a ring that follows the TODO's recipe (step s of the
+ * reduce-scatter: rank r sends chunk r - s and adds what arrives to chunk
+ * r - s - 1; of the allgather: sends r + 1 - s, receives r - s into
+ * place), each with what to tell its author. */
+typedef enum {
+    SLIP_OVERWRITES,        /* the reduce-scatter replaces, not adds */
+    SLIP_GATHER_ADDS,       /* the allgather adds, not replaces */
+    SLIP_GATHER_OLD_CHUNKS, /* the allgather with the reduce-scatter's
+                               chunk numbers */
+    SLIP_ADDS_INTO_SENT,    /* what arrives added to the chunk sent */
+    SLIP_COUNT
+} ring_slip;
+
+static const char *const slip_hints[SLIP_COUNT] = {
+    "the result is what a ring gives whose reduce-scatter puts the chunk "
+    "that arrives in place of its own: there it is added to yours "
+    "(data[k] += received[k]); only the allgather copies",
+    "the result is what a ring gives whose allgather adds the chunk that "
+    "arrives: there it is a finished sum, which replaces yours (receive it "
+    "straight into place)",
+    "the result is what a ring gives whose allgather uses the "
+    "reduce-scatter's chunk numbers: after the reduce-scatter rank r holds "
+    "the finished chunk (r + 1) mod P, so at the allgather's step s it "
+    "sends chunk (r + 1 - s) and receives chunk (r - s)",
+    "the result is what a ring gives that adds the chunk that arrives to "
+    "the chunk it sent: at the reduce-scatter's step s, rank r sends chunk "
+    "(r - s) and adds what arrives to chunk (r - s - 1)",
+};
+
+/* The same, short, for a result that more than one slip gives. */
+static const char *const slip_names[SLIP_COUNT] = {
+    "the reduce-scatter puts the chunk that arrives in place of its own "
+    "(it adds it)",
+    "the allgather adds the chunk that arrives (it replaces yours)",
+    "the allgather uses the reduce-scatter's chunk numbers (it sends chunk "
+    "(r + 1 - s) and receives chunk (r - s))",
+    "the chunk that arrives is added to the chunk sent (it goes to chunk "
+    "(r - s - 1))",
+};
+
+/* Chunk c of `count` among P: the balanced partition (the first count mod
+ * P chunks one longer), as block_range gives it. */
+static void chunk_of(size_t count, int P, int c, size_t *begin, size_t *length)
+{
+    size_t base = count / (size_t)P, extra = count % (size_t)P;
+    size_t at = (size_t)c;
+    *begin = at * base + (at < extra ? at : extra);
+    *length = base + (at < extra);
+}
+
+/* The ring of the recipe with `slip`, run here on the test's data for
+ * ranks 0 .. P-1 (a communicator of the world's first P ranks, in order):
+ * rank r's result into all[r * count ...]. In floats, each element summed
+ * in the order the recipe sums it, so a ring with that slip gives these
+ * very values. */
+static void simulate_ring(int P, size_t count, ring_slip slip, float *all,
+                          float *messages)
+{
+    for (int r = 0; r < P; r++)
+        for (size_t k = 0; k < count; k++)
+            all[(size_t)r * count + k] = ring_data_value(SEED, r, k);
+    for (int phase = 0; phase < 2; phase++)
+        for (int s = 0; s < P - 1; s++) {
+            const bool old = phase == 0 || slip == SLIP_GATHER_OLD_CHUNKS;
+            size_t begin, length;
+            for (int r = 0; r < P; r++) {
+                int send = ((old ? r - s : r + 1 - s) % P + P) % P;
+                chunk_of(count, P, send, &begin, &length);
+                memcpy(&messages[(size_t)r * count],
+                       &all[(size_t)r * count + begin],
+                       length * sizeof *all);
+            }
+            for (int r = 0; r < P; r++) {
+                const int previous = (r - 1 + P) % P;
+                int send = ((old ? r - s : r + 1 - s) % P + P) % P;
+                int take = ((old ? r - s - 1 : r - s) % P + P) % P;
+                if (phase == 0 && slip == SLIP_ADDS_INTO_SENT)
+                    take = send;
+                /* What arrives is the sender's chunk, as long as it is
+                 * (the receive's count, the recipe's, is that long too);
+                 * it lands from the start of the chunk it is put in, up
+                 * to the end of the data at most. */
+                size_t sent_length, sent_begin;
+                int sender_chunk = ((old ? previous - s : previous + 1 - s) %
+                                    P + P) % P;
+                chunk_of(count, P, sender_chunk, &sent_begin, &sent_length);
+                chunk_of(count, P, take, &begin, &length);
+                const float *in = &messages[(size_t)previous * count];
+                float *into = &all[(size_t)r * count + begin];
+                size_t n = sent_length < count - begin ? sent_length
+                                                       : count - begin;
+                bool add = phase == 0 ? slip != SLIP_OVERWRITES
+                                      : slip == SLIP_GATHER_ADDS;
+                for (size_t i = 0; i < n; i++)
+                    into[i] = add ? into[i] + in[i] : in[i];
+            }
+        }
+}
+
+/* Says which of the slips give rank `rank` of P exactly what the run in
+ * `out` gave it for length `count`, into `hint`; false when none does.
+ * Some give the same results (a reduce-scatter that replaces, and an
+ * allgather on its chunk numbers, both end with each chunk one rank's
+ * own): then the hint names each. On fewer elements than ranks more
+ * coincide: the caller passes a length of at least P. */
+static bool slip_that_gives(const char *out, int P, int rank, size_t count,
+                            char *hint, size_t hint_size)
+{
+    if (count < (size_t)P)
+        return false;
+    char name[64];
+    snprintf(name, sizeof name, "result-%zu", count);
+    double *got = malloc((count + 1) * sizeof *got);
+    float *all = malloc((size_t)P * count * sizeof *all);
+    float *messages = malloc((size_t)P * count * sizeof *messages);
+    ck_assert(got != NULL && all != NULL && messages != NULL);
+    harness_read_doubles(out, name, rank, got, count + 1);
+    bool matched[SLIP_COUNT];
+    int matches = 0, found = 0;
+    for (int slip = 0; slip < SLIP_COUNT; slip++) {
+        simulate_ring(P, count, (ring_slip)slip, all, messages);
+        bool same = true;
+        for (size_t k = 0; same && k < count; k++)
+            same = (float)got[k] == all[(size_t)rank * count + k];
+        matched[slip] = same;
+        if (same) {
+            found = slip;
+            matches++;
+        }
+    }
+    free(got);
+    free(all);
+    free(messages);
+    if (matches == 1)
+        snprintf(hint, hint_size, "%s", slip_hints[found]);
+    else if (matches > 1) {
+        int at = snprintf(hint, hint_size, "the result is what a ring "
+                          "gives with %s of these slips:", matches == 2
+                              ? "either" : "any");
+        for (int slip = 0, n = 0; slip < SLIP_COUNT; slip++)
+            if (matched[slip] && at > 0 && (size_t)at < hint_size) {
+                n++;
+                at += snprintf(hint + at, hint_size - (size_t)at,
+                               "%s (%d) %s", n > 1 ? ";" : "", n,
+                               slip_names[slip]);
+            }
+    }
+    return matches > 0;
+}
+
 /* Checks every rank's result for one length against the exact sum (or
  * average) over the ranks of its communicator, computed here in double.
  *
@@ -457,8 +622,10 @@ static bool every_rank_untouched(const char *out, const check_run *run,
  * Both bounds are computed in double with a margin of 4u.
  *
  * Every rank of one communicator must hold the same bits: the allgather
- * only copies finished chunks. */
-static void check_length(const char *out, const check_run *run, size_t count)
+ * only copies finished chunks. A wrong ring's result at length
+ * `slip_count`, of the same run, says which usual slip it has, if any. */
+static void check_length(const char *out, const check_run *run, size_t count,
+                         size_t slip_count)
 {
     double *mine = malloc((count + 1) * sizeof *mine);
     double *leader[2] = { malloc((count + 1) * sizeof(double)),
@@ -601,6 +768,10 @@ static void check_length(const char *out, const check_run *run, size_t count)
                          "when one of its chunks is empty, and with it the "
                          "piece it carries the other way: every step sends "
                          "and receives, 0 elements included");
+            else if (run->ring && !run->split && P > 1 && count > 0 &&
+                     slip_that_gives(out, P, rank, slip_count, diagnosis,
+                                     sizeof diagnosis))
+                ;
             else if (run->ring && count < (size_t)P)
                 snprintf(diagnosis, sizeof diagnosis, "with fewer elements "
                          "than ranks some chunks are empty (block_range "
@@ -738,8 +909,14 @@ static void check_run_of(const check_run *run, const char *counts)
         list[n++] = (size_t)strtoull(at, &end, 10);
         at = *end == ',' ? end + 1 : end;
     }
+    /* The slips show apart on a length with every chunk long (the
+     * longest of at most 4096). */
+    size_t slip_count = 0;
     for (int k = 0; k < n; k++)
-        check_length(out, run, list[k]);
+        if (list[k] <= 4096 && list[k] > slip_count)
+            slip_count = list[k];
+    for (int k = 0; k < n; k++)
+        check_length(out, run, list[k], slip_count);
     overlap_seen overlap = { 0, 0 };
     for (int rank = 0; rank < run->ranks; rank++) {
         char *report = harness_read_report(out, rank);
@@ -823,8 +1000,8 @@ START_TEST(ring_memory_bounded)
      * here too. --repeat repeats the last length. */
     snprintf(counts, sizeof counts, "1003,%zu", count);
     run_result r = run_check(&run, counts, REPEATS, out);
-    check_length(out, &run, 1003);
-    check_length(out, &run, count);
+    check_length(out, &run, 1003, 1003);
+    check_length(out, &run, count, 1003);
     /* What the ring's calls were, before what the wire says of them (a
      * collective call moves other bytes than the ledger's model of it). */
     for (int rank = 0; rank < run.ranks; rank++) {
