@@ -153,7 +153,8 @@ typedef struct device_copy {
  * device_host_alloc (page-locked, as a GPU's asynchronous copies need).
  * Returns 0, or -1 with a line in `error` and nothing started (a struct
  * already pending, a NULL pointer, a host end outside the host blocks or
- * past one's end). The device
+ * past one's end). A copy of 0 bytes checks no address (CUDA's read
+ * none): it starts, moves nothing, and is waited for like any. The device
  * checks against its own list of pending copies, not the struct's flag:
  * a fresh, uninitialised struct counts as not pending, whatever its
  * bytes. */

@@ -161,17 +161,30 @@ static void expect_same_bits(const char *name, const void *expected,
                                                  : want_bits - have_bits;
     const bool last_bits = element_size == sizeof(float) && apart <= 16;
     const bool moment = strcmp(name, "m") == 0 || strcmp(name, "v") == 0;
+    /* The callers compare m and v before master: a wrong master with
+     * right moments is wrong in the step from them to the weight. */
+    const bool master = strcmp(name, "master") == 0;
+    const char *why =
+        last_bits ? " (they differ in the last bits only: the same "
+                    "operations in another order or grouping, such as "
+                    "(1 - beta2) * (g * g) for (1 - beta2) * g * g, round "
+                    "differently)"
+        : moment && have == 0 && want != 0
+            ? " (it is 0: the new moment was computed but never written "
+              "back to the buffer?)"
+        : moment ? " (m = beta1 m + (1 - beta1) g and v = beta2 v + "
+                   "(1 - beta2) g g, written back: the gradient alone, beta1 "
+                   "for m and beta2 for v; AdamW's weight decay is "
+                   "decoupled, applied to the weight, and never enters them)"
+        : master ? " (m and v are right: what differs is the step from them "
+                   "to the weight: the bias corrections, epsilon added to "
+                   "the square root of v's estimate, not under it, the "
+                   "learning rate, the weight decay)"
+        : "";
     ck_abort_msg("%s: %s[%zu] is %.9g (0x%0*x); adamw_step_mixed gives %.9g "
                  "(0x%0*x), after %d step%s. Hint: %s%s", what, name,
                  i - first, have, digits, have_bits, want, digits, want_bits,
-                 steps, steps == 1 ? "" : "s", hint,
-                 last_bits ? " (they differ in the last bits only: the same "
-                             "operations in another order or grouping, such "
-                             "as (1 - beta2) * (g * g) for (1 - beta2) * g * "
-                             "g, round differently)"
-                 : moment ? " (m and v are made of the gradient alone: "
-                            "AdamW's weight decay is decoupled, applied to "
-                            "the weight, never added to the gradient)" : "");
+                 steps, steps == 1 ? "" : "s", hint, why);
 }
 
 /* Whether element i of a case (seed) holds, in all of its state (master
@@ -1231,7 +1244,9 @@ static void expect_memory(const char *report, const training_reference *ref,
         { "peak gradients", 2ull * in_flight,
           "TODO 4: a layer's own part waits on the device until its copy "
           "down has landed, at most two layers at once: finish the layer "
-          "above's copy once this layer's has started",
+          "above's copy once this layer's has started, and free its part "
+          "(device_free) once that copy has landed (more than two layers' "
+          "parts held: one never freed?)",
           "TODO 4: a copy waited for as soon as it starts is on backward's "
           "critical path; start layer l's copy, then wait for layer l+1's, "
           "which travelled during layer l's backward: two layers' parts "

@@ -530,7 +530,8 @@ END_TEST
  * one past a block's end (an offset into a whole buffer where the block
  * holds a part) is refused, naming the gap and the block, before it can
  * write the heap; plain memory is refused for an asynchronous copy, and
- * taken by a blocking one, whose bounds nothing here knows. */
+ * taken by a blocking one, whose bounds nothing here knows. A copy of 0
+ * bytes is taken from anywhere. */
 START_TEST(async_host_end_outside_the_host_blocks)
 {
     open_cpu(MIB, -1);
@@ -558,6 +559,17 @@ START_TEST(async_host_end_outside_the_host_blocks)
     ck_assert_msg(device_copy_to_host_async(host + 192, block, 64, &copy,
                                             error, sizeof error) == 0,
                   "%s", error);
+    ck_assert_msg(device_wait(&copy, error, sizeof error) == 0, "%s", error);
+    /* 0 bytes read no address, as on a GPU: an empty part's offset may
+     * point anywhere. */
+    ck_assert_msg(device_copy_to_host_async(host + 300, block, 0, &copy,
+                                            error, sizeof error) == 0,
+                  "a copy of 0 bytes: %s", error);
+    ck_assert_msg(device_wait(&copy, error, sizeof error) == 0, "%s", error);
+    ck_assert_msg(device_copy_to_device_async(block + 4096, host + 300, 0,
+                                              &copy, error,
+                                              sizeof error) == 0,
+                  "a copy of 0 bytes: %s", error);
     ck_assert_msg(device_wait(&copy, error, sizeof error) == 0, "%s", error);
     free(plain);
     device_free(block);
@@ -1193,7 +1205,7 @@ Suite *lesson_suite(void)
     harness_add(suite, "device: copy errors return a line, start nothing",
                 copy_errors_return_a_line_and_start_nothing, 0, 10);
     harness_add(suite, "device: an asynchronous copy's host end outside "
-                "the host blocks is refused",
+                "the host blocks is refused (0 bytes: taken)",
                 async_host_end_outside_the_host_blocks, 0, 10);
     harness_add(suite, "device: close fails while copies are pending",
                 close_fails_while_copies_are_pending, 0, 10);
