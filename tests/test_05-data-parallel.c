@@ -653,6 +653,8 @@ static void check_length(const char *out, const check_run *run, size_t count,
         /* Wrong elements that are the sum, undivided. */
         size_t wrong_summed = 0;
         bool looks_divided = count > 0, looks_summed = count > 0;
+        /* The average divided by P once more. */
+        bool looks_divided_twice = !run->ring && count > 0 && P > 1;
         bool looks_world = count > 0 && P != run->ranks;
         /* The sum over comm, divided by the size of MPI_COMM_WORLD. */
         bool looks_world_size = !run->ring && count > 0 && P != run->ranks;
@@ -687,6 +689,9 @@ static void check_length(const char *out, const check_run *run, size_t count,
             looks_divided = looks_divided &&
                             fabs(got[k] - exact / P) <= loose / P;
             looks_summed = looks_summed && fabs(got[k] - exact) <= loose;
+            looks_divided_twice = looks_divided_twice &&
+                                  fabs(got[k] - exact / P / P) <=
+                                      loose / P / P;
             looks_world_size = looks_world_size &&
                                fabs(got[k] - exact / run->ranks) <=
                                    loose / run->ranks;
@@ -729,6 +734,10 @@ static void check_length(const char *out, const check_run *run, size_t count,
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "sum divided by P: ring_allreduce must return the "
                          "sum; the caller averages (averaging twice?)");
+            else if (looks_divided_twice && any_nonzero)
+                snprintf(diagnosis, sizeof diagnosis, "every element is the "
+                         "average divided by P again: divide once, after "
+                         "the sum");
             else if (!run->ring && looks_zero && any_nonzero && P > 1)
                 snprintf(diagnosis, sizeof diagnosis, "every element is 0: "
                          "the sum scaled by 0? 1 / P in integer arithmetic is "
@@ -1057,7 +1066,7 @@ static const char *method_hint(const char *allreduce)
     if (strcmp(allreduce, "ring") == 0)
         return "TODO 3: ring_allreduce returns the sum (the driver divides "
                "by P)";
-    return "TODO 2: average_gradients leaves the average, not the sum";
+    return "TODO 2: average_gradients leaves the average: the sum, divided by P once";
 }
 
 /* When the wire and the calls' count disagree. */

@@ -167,8 +167,9 @@ static void expect_same_bits(const char *name, const void *expected,
     const char *why =
         last_bits ? " (they differ in the last bits only: the same "
                     "operations in another order or grouping, such as "
-                    "(1 - beta2) * (g * g) for (1 - beta2) * g * g, round "
-                    "differently)"
+                    "(1 - beta2) * (g * g) for (1 - beta2) * g * g, or some "
+                    "of them in double, such as sqrt for sqrtf or 1e-8 for "
+                    "1e-8f, round differently)"
         : moment && have == 0 && want != 0
             ? " (it is 0: the new moment was computed but never written "
               "back to the buffer?)"

@@ -244,8 +244,10 @@ static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
         snprintf(why, sizeof why, "%s at step %ld: something read a buffer "
                  "before its copy had landed, or a part of it no copy "
                  "wrote: the gradients coming down, before the update "
-                 "(TODOs 4-5), or the parameters going up, before the next "
-                 "forward (TODO 5): device_wait for each, and copy each "
+                 "(TODOs 4-5), or the parameters going up, before the "
+                 "allgather that spreads them (TODO 5: it reads the slice "
+                 "on the device, so every tile's copy up has landed first) "
+                 "and the next forward: device_wait for each, and copy each "
                  "part whole (a copy's count is in bytes: elements times "
                  "their size)%s", what, step,
                  delayed ? "; with the delayed update (TODO 6), step s+1's "
