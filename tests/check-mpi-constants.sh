@@ -72,7 +72,9 @@ standard_4="MPI_ERRORS_ABORT MPI_INFO_ENV MPI_SESSION_NULL"
 
 # The standard's functions that move none of a program's data between ranks
 # (MPI 3.1's C bindings less the families that do: point-to-point,
-# collectives, one-sided, file I/O, processes started or connected): every
+# collectives, one-sided, file I/O, processes started or connected; and
+# the keyval makers, whose callbacks run at MPI_Finalize, outside the
+# lesson's calls, as atexit's would): every
 # MPI lesson accepts each, read from the library, whatever it allows of the
 # calls that move data. Referred to by address: nm sees a call the same way.
 functions="MPI_Abort MPI_Add_error_class MPI_Add_error_code
@@ -80,7 +82,7 @@ MPI_Add_error_string MPI_Alloc_mem MPI_Buffer_attach MPI_Buffer_detach
 MPI_Cancel MPI_Cart_coords MPI_Cart_create MPI_Cart_get MPI_Cart_map
 MPI_Cart_rank MPI_Cart_shift MPI_Cart_sub MPI_Cartdim_get
 MPI_Comm_call_errhandler MPI_Comm_compare MPI_Comm_create
-MPI_Comm_create_errhandler MPI_Comm_create_group MPI_Comm_create_keyval
+MPI_Comm_create_errhandler MPI_Comm_create_group
 MPI_Comm_delete_attr MPI_Comm_dup MPI_Comm_dup_with_info MPI_Comm_free
 MPI_Comm_free_keyval MPI_Comm_get_attr MPI_Comm_get_errhandler
 MPI_Comm_get_info MPI_Comm_get_name MPI_Comm_group MPI_Comm_idup
@@ -109,7 +111,7 @@ MPI_Status_set_elements_x MPI_Test MPI_Test_cancelled MPI_Testall
 MPI_Testany MPI_Testsome MPI_Topo_test MPI_Type_commit MPI_Type_contiguous
 MPI_Type_create_darray MPI_Type_create_hindexed
 MPI_Type_create_hindexed_block MPI_Type_create_hvector
-MPI_Type_create_indexed_block MPI_Type_create_keyval MPI_Type_create_resized
+MPI_Type_create_indexed_block MPI_Type_create_resized
 MPI_Type_create_struct MPI_Type_create_subarray MPI_Type_delete_attr
 MPI_Type_dup MPI_Type_free MPI_Type_free_keyval MPI_Type_get_attr
 MPI_Type_get_contents MPI_Type_get_envelope MPI_Type_get_extent
