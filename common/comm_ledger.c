@@ -976,7 +976,10 @@ static void refuse_overlap(const char *call, const void *sendbuf,
             "(%p, %llu bytes) that overlaps its send buffer (%p, %llu "
             "bytes): MPI requires the two apart, and what arrives then "
             "depends on the library. %s%seceive into a buffer of its own "
-            "(then add or copy it where it belongs)%s%s%s\n", world_rank(),
+            "(then add or copy it where it belongs), and give each side the "
+            "count of its own piece, in elements of its datatype (a count "
+            "too large, or a wider datatype, makes a buffer reach into the "
+            "other)%s%s%s\n", world_rank(),
             call, recvbuf, (unsigned long long)received, sendbuf,
             (unsigned long long)sent, same, same[0] ? "r" : "R",
             steps_current()[0] ? " (the rank was in " : "", steps_current(),

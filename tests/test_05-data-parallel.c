@@ -168,15 +168,30 @@ static void expect_ring_neighbours(const run_result *r, const check_run *run,
      * the data itself sends a partner all of it (the training test's:
      * about 9.7 KB a call, ten times that allowance). */
     const unsigned long long quiet = 4096 + 1024 * (unsigned long long)ring_calls;
+    /* Each rank's neighbour is the rank it sent the most to. Back to the
+     * rank before it, a ring's receiver sends MPI's control messages: an
+     * acknowledgement for each message over the eager limit (4 KiB here),
+     * under 100 bytes against its 4 KiB or more of data; a ring that
+     * pipelines its chunks in pieces sends one for every piece. So any
+     * other rank may get up to a sixteenth of what the neighbour got; an
+     * allreduce of the data itself sends each partner as much as the
+     * other. */
+    int *neighbour = malloc((size_t)P * sizeof *neighbour);
+    ck_assert(neighbour != NULL);
     for (int rank = 0; rank < P; rank++) {
         int first, last;
         group_of(run, rank, &first, &last);
         int size = last - first + 1, peers = 0, peer = -1;
         for (int other = 0; other < P; other++)
-            if (bytes[rank * P + other] > quiet) {
-                peers++;
+            if (other != rank &&
+                (peer < 0 || bytes[rank * P + other] > bytes[rank * P + peer]))
                 peer = other;
-            }
+        neighbour[rank] = peer;
+        const unsigned long long most = peer >= 0 ? bytes[rank * P + peer] : 0;
+        for (int other = 0; other < P; other++)
+            if (other != rank && bytes[rank * P + other] > quiet &&
+                (other == peer || bytes[rank * P + other] > quiet + most / 16))
+                peers++;
         if (size < 3)
             continue;
         char sent[160] = "";
@@ -188,8 +203,8 @@ static void expect_ring_neighbours(const run_result *r, const check_run *run,
                                bytes[rank * P + other], other);
         ck_assert_msg(peers == 1, "%s: rank %d's sockets sent to %d other "
                       "ranks (measured by the kernel, outside its process: "
-                      "%s); a ring sends only to one neighbour. Hint: %s",
-                      what, rank, peers, sent, hint);
+                      "%s); a ring sends its data to one neighbour only. "
+                      "Hint: %s", what, rank, peers, sent, hint);
         ck_assert_msg(peer >= first && peer <= last, "%s: rank %d sent to "
                       "rank %d, which is not in its communicator. Hint: %s",
                       what, rank, peer, hint);
@@ -202,11 +217,7 @@ static void expect_ring_neighbours(const run_result *r, const check_run *run,
     if (size >= 3) {
         int at = first, steps = 0;
         do {
-            int next = -1;
-            for (int other = 0; other < P; other++)
-                if (bytes[at * P + other] > quiet)
-                    next = other;
-            at = next;
+            at = neighbour[at];
             steps++;
         } while (at != first && at >= 0 && steps <= size);
         ck_assert_msg(at == first && steps == size, "%s: the ranks' sends "
@@ -214,6 +225,7 @@ static void expect_ring_neighbours(const run_result *r, const check_run *run,
                       "all %d ranks of the communicator. Hint: %s", what,
                       size, hint);
     }
+    free(neighbour);
     free(bytes);
 }
 
@@ -353,7 +365,8 @@ static run_result run_check(const check_run *run, const char *counts,
                      "lengths before it finished).", hung);
         /* A corrupted heap hangs a rank too, and is no deadlock: the
          * harness said so, and what to check. */
-        if (strstr(why, "its heap was corrupted") != NULL)
+        if (strstr(why, "its heap was corrupted") != NULL ||
+            strstr(why, "and not a deadlock: no rank") != NULL)
             ck_abort_msg("%s.%s Hint: TODO 3: the receive buffer holds the "
                          "longest chunk, block_size(count, P, 0) floats "
                          "(malloc takes bytes: times sizeof(float)), and "
@@ -362,9 +375,12 @@ static run_result run_check(const check_run *run, const char *counts,
                      "same P-1 MPI_Sendrecv calls in each phase, one a step, "
                      "even for an empty chunk: a rank that skips one, or "
                      "makes one more, leaves its neighbour waiting; a send "
-                     "and its receive name the same tag; and a blocking "
-                     "send before its receive (MPI_Send, then MPI_Recv) "
-                     "waits for ever once messages are large", why, length,
+                     "and its receive name the same tag; a blocking send "
+                     "before its receive (MPI_Send, then MPI_Recv) waits for "
+                     "ever once messages are large; and a receive into a "
+                     "buffer too small for it breaks memory, after which MPI "
+                     "may wait for ever (make grade's AddressSanitizer run "
+                     "names such a write)", why, length,
                      run->split ? "here comm is ranks 3, 2 and 1 of "
                                   "MPI_COMM_WORLD (rank 0 runs alone): your "
                                   "rank and P come from comm, and a rank "
@@ -991,12 +1007,15 @@ START_TEST(overlap_on_split_communicator)
 END_TEST
 
 /* Ten calls more on 2^18 + 3 floats, after the first: the memory the
- * process holds may not grow with them, on 3 ranks and on 1. A buffer allocated in every call
- * and never freed grows it by at least a chunk (here about 350 KB) each
- * time, 3.5 MB in all; MPI's own buffers grew by a few hundred bytes over
- * these calls when measured (Open MPI 4.1, shared memory), so 64 KiB
- * leaves a wide margin for other MPI libraries and transports. */
-enum { REPEATS = 10, GROWTH_ALLOWED = 64 << 10 };
+ * process holds may not grow with them, on 3 ranks and on 1. A buffer
+ * allocated in every call and never freed grows it by at least a chunk
+ * (here about 350 KB on 3 ranks, 1 MB on 1) each time, 3.5 MB in all. MPI's
+ * own lists grow too, and keep their high-water mark: a few hundred bytes
+ * over these calls for a ring of one message a step (Open MPI 4.1, shared
+ * memory), but 262 KB for a correct ring in a walkthrough that posted every
+ * piece of 1024 floats at once, receiving from MPI_ANY_SOURCE (unexpected
+ * messages, held by MPI). 1 MiB lies between. */
+enum { REPEATS = 10, GROWTH_ALLOWED = 1 << 20 };
 
 /* On `ranks` ranks. */
 static void memory_bounded_on(int ranks)

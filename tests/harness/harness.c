@@ -1690,9 +1690,11 @@ static const char *sanitizer_report(const char *err, const char *lesson,
         (next_report == NULL || previous < next_report) &&
         first_lesson_frame(previous + 1, lesson, other, sizeof other) &&
         strcmp(other, frame) != 0) {
-        size_t used = strlen(frame);
-        snprintf(frame + used, frame_len - used, ", and %s on another "
-                 "thread", other);
+        char both[640];
+        snprintf(both, sizeof both, "%.255s, and %.255s on another thread",
+                 frame, other);
+        if (strlen(both) < frame_len)
+            memcpy(frame, both, strlen(both) + 1);
     }
     return line;
 }
@@ -1810,7 +1812,7 @@ bool harness_run_failure(const run_result *result, const char *what,
     }
     /* A sanitizer's report first: it names the error where it happened,
      * before any later crash or wrong result it would lead to. */
-    char frame[256];
+    char frame[600];
     if ((result->timed_out || result->signal != 0 ||
          result->exit_status != 0) &&
         sanitizer_report(result->err, result->lesson, line, sizeof line,
@@ -1853,6 +1855,22 @@ bool harness_run_failure(const run_result *result, const char *what,
                     "waited inside an MPI call for %.0f s, none moving on). "
                     "Where each rank was: %s", what, result->seconds,
                     result->stalled_s, result->where);
+    /* No rank inside an MPI call: none waits for another. A rank stuck
+     * in given code that only computes is most often one whose heap an
+     * earlier write past a buffer broke: glibc's malloc then waits for
+     * ever on its own lock. */
+    if (result->timed_out && result->where != NULL &&
+        strstr(result->where, "inside MPI_") == NULL)
+        return said(why, size,
+                    "no answer from %s in %.0f s, and not a deadlock: no rank "
+                    "was inside an MPI call. A rank that hangs outside MPI, "
+                    "in given code, most often had its heap broken by an "
+                    "earlier write past the end of a buffer (malloc then "
+                    "waits for ever), or loops without end: check every "
+                    "buffer's size against what is written into it (make "
+                    "grade's AddressSanitizer run names the line of such a "
+                    "write). Where each rank was: %s", what, result->seconds,
+                    result->where);
     if (result->timed_out && result->where != NULL)
         return said(why, size,
                     "no answer from %s in %.0f s: probably a deadlock (every "
@@ -2193,7 +2211,7 @@ ledger_traffic harness_ledger_traffic(const char *report, int ranks)
 unsigned long long harness_wire_overhead(unsigned long long bytes,
                                          unsigned long long messages)
 {
-    return 1024 + 64 * messages + bytes / 1024;
+    return 1024 + 160 * messages + bytes / 512;
 }
 
 /* The bytes to and from the process manager between the marks. */

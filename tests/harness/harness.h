@@ -245,9 +245,14 @@ typedef struct {
 ledger_traffic harness_ledger_traffic(const char *report, int ranks);
 
 /* The bytes the wire may carry beyond the payload: each message's
- * headers (Open MPI's and UCX's: some 30 bytes seen here; 64 allowed), a
- * long message's handshake and fragment headers (under 0.1%), and 1 KiB
- * for the marks' own messages. */
+ * headers and, for one over the eager limit (4 KiB here), its handshake:
+ * the sender's rendezvous header and the receiver's acknowledgement,
+ * which the receiver sends (Open MPI's ob1 over TCP: some 30 bytes a
+ * header, about 130 bytes for a message of 16 KiB sent in pieces, the
+ * acknowledgement included, in a walkthrough's pipelined ring; 160
+ * allowed a message); each further fragment's header (some 30 bytes per
+ * 32 KiB; 1/512 of the bytes allowed); and 1 KiB for the marks' own
+ * messages. */
 unsigned long long harness_wire_overhead(unsigned long long bytes,
                                          unsigned long long messages);
 
