@@ -1275,14 +1275,16 @@ static int copy_async(const char *function, void *dst, const void *src,
         const char *where = host_code_now();
         snprintf(error, error_len, "%s: this device_copy is pending already "
                  "(%zu bytes %s): device_wait for it before starting another "
-                 "with it%s%s%s%s", function, already->bytes,
+                 "with it, or start the other with a device_copy of its own "
+                 "(one for each copy in flight)%s%s%s%s", function,
+                 already->bytes,
                  already->to_device ? "to the device" : "to the host",
-                 stack_holds(copy) ? ". It is a local variable: if the "
-                 "function that started that copy has returned since, its "
-                 "copy is still pending at this place on the stack and "
-                 "nothing can wait for it. A copy's device_copy must live "
-                 "until its device_wait, in the state your code keeps, not "
-                 "on the stack of a function that returns before the wait"
+                 stack_holds(copy) ? ". It lies on a stack: if it is a local "
+                 "variable of a function that has returned since, its copy "
+                 "is still pending at this place on the stack and nothing "
+                 "can wait for it. A copy's device_copy must live until its "
+                 "device_wait, in the state your code keeps, not on the "
+                 "stack of a function that returns before the wait"
                  : "",
                  where ? " (in " : "", where ? where : "", where ? ")" : "");
         unlock();

@@ -128,6 +128,18 @@ void offload_destroy(offload_state *o)
     device_host_free(o->v);
     for (int k = 0; k < 2; k++) {
         device_host_free(o->host_grads[k]);
+        /* A free slot holds no block: a pointer left behind is one
+         * finish_landing freed already, and freeing it again would touch
+         * memory the device no longer has. */
+        if (o->landing[k] != NULL && o->landing_layer[k] < 0) {
+            char why[256];
+            snprintf(why, sizeof why, "at the end, landing slot %d is free "
+                     "(o->landing_layer[%d] is -1) but o->landing[%d] still "
+                     "points at a block. Hint: TODO 4: finish_landing frees "
+                     "the slot's block and sets o->landing[slot] to NULL",
+                     k, k, k);
+            offload_fail(o, why);
+        }
         device_free(o->landing[k]);
     }
     device_host_free(o->host_params);

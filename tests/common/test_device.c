@@ -444,13 +444,14 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
     ck_assert_str_eq(long_error, "device_copy_to_device_async: this "
                      "device_copy is pending already (256 bytes to the "
                      "device): device_wait for it before starting another "
-                     "with it. It is a local variable: if the function "
-                     "that started that copy has returned since, its copy "
-                     "is still pending at this place on the stack and "
-                     "nothing can wait for it. A copy's device_copy must "
-                     "live until its device_wait, in the state your code "
-                     "keeps, not on the stack of a function that returns "
-                     "before the wait");
+                     "with it, or start the other with a device_copy of its "
+                     "own (one for each copy in flight). It lies on a "
+                     "stack: if it is a local variable of a function that "
+                     "has returned since, its copy is still pending at this "
+                     "place on the stack and nothing can wait for it. A "
+                     "copy's device_copy must live until its device_wait, "
+                     "in the state your code keeps, not on the stack of a "
+                     "function that returns before the wait");
     ck_assert(device_copy_to_host_async(host, block, 64, &copy, error,
                                         sizeof error) == -1);
     ck_assert_uint_eq(device_pending_copies(), 1);
@@ -464,7 +465,9 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
                                           sizeof error) == -1);
     ck_assert_str_eq(error, "device_copy_to_device_async: this device_copy "
                      "is pending already (8 bytes to the device): "
-                     "device_wait for it before starting another with it");
+                     "device_wait for it before starting another with it, "
+                     "or start the other with a device_copy of its own (one "
+                     "for each copy in flight)");
     ck_assert(device_wait(&kept, error, sizeof error) == 0);
     ck_assert(device_wait(&copy, error, sizeof error) == 0);
     device_access_begin();
