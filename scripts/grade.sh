@@ -565,12 +565,14 @@ for lesson in "${lessons[@]}"; do
     fi
     if [ -n "${built_tsan[$lesson]:-}" ] && [ -z "${endings[$lesson]:-}" ] &&
        sha256sum --quiet --check <(printf '%s\n' "${built_tsan[$lesson]}") > /dev/null 2>&1; then
-        # The first race stops the program (halt_on_error), as the first
-        # memory error does under AddressSanitizer; races inside libraries
-        # built without ThreadSanitizer (MPI's) are not the student's.
+        # A race makes the program fail at its end (exitcode), unless every
+        # race reported was in the OpenMP runtime's own memory (the
+        # harness, tests/harness/harness.c: runtime_race); races inside
+        # libraries built without ThreadSanitizer (MPI's) are not the
+        # student's.
         sanitized=$(run_tests "$tsan_dir" unlimited "lesson $lesson, under ThreadSanitizer" \
             "$work/$lesson.tsan.log" \
-            TSAN_OPTIONS="$tsan_options halt_on_error=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}")
+            TSAN_OPTIONS="$tsan_options halt_on_error=0 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}")
         verdicts[$lesson]=$(merge_sanitized "under ThreadSanitizer" "${verdicts[$lesson]}" \
             "${sanitized%ended*}" "${manifests[@]}")$'\n'
     fi

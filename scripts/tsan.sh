@@ -153,7 +153,7 @@ if [ -z "$program" ]; then
         build_failed "$out/build.log" "$what"
     fi
     env ZZ_BUILD_DIR="$PWD/$build" OMP_NUM_THREADS=2 \
-        TSAN_OPTIONS="$tsan_options halt_on_error=1 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}" \
+        TSAN_OPTIONS="$tsan_options halt_on_error=0 report_signal_unsafe=0${symbolizer:+ external_symbolizer_path=$symbolizer}" \
         "$build/tests/test_$lesson" --title "lesson $lesson, $what, under ThreadSanitizer" \
         --mode student > "$out/tests.log" 2>&1
     raced=$(grep "^  \[FAIL\].*ThreadSanitizer: " "$out/tests.log")
@@ -278,6 +278,24 @@ fi
 tsan_options+=" halt_on_error=0"
 [ -n "$symbolizer" ] && tsan_options+=" external_symbolizer_path=$symbolizer"
 
+# Removes from a log each report whose location is a heap block the OpenMP
+# runtime allocated (the allocation's frame #1 in libomp's or libgomp's
+# module).
+drop_runtime_races() {   # drop_runtime_races LOG
+    awk '
+        function flush() { if (n > 0 && !runtime) for (k = 1; k <= n; k++) print block[k]; n = 0; runtime = 0 }
+        /^WARNING: ThreadSanitizer:/ { flush(); inside = 1 }
+        inside {
+            block[++n] = $0
+            if ($0 ~ /^  Location is heap block/) location = 1
+            else if (location && $0 ~ /^ +#1 /) { runtime = $0 ~ /\((libomp|libgomp)\.so/; location = 0 }
+            if ($0 ~ /^SUMMARY: ThreadSanitizer/) { flush(); inside = 0; location = 0 }
+            next
+        }
+        { print }
+        END { flush() }' "$1" > "$1.kept" && mv "$1.kept" "$1"
+}
+
 # Each race in a log, in a few lines: what raced (the summary's place and
 # function), then the first report's two accesses, each with the place in
 # the code and the function around it (not OpenMP's outlined copy of the
@@ -331,7 +349,13 @@ for k in "${!runs[@]}"; do
     wait "$pid"
     code=$?
     rm -f "/dev/shm/__KMP_REGISTERED_LIB_${pid}_$(id -u)"
+    # The reports of memory the OpenMP runtime allocated (a task's
+    # firstprivate copies, reused for the next task) are the runtime's, not
+    # the code's: tests/harness/harness.c, runtime_race, says why. They go;
+    # the exit status a race gave goes with them when none is left.
+    drop_runtime_races "$log"
     races=$(grep -c "^WARNING: ThreadSanitizer:" "$log")
+    [ "$races" -eq 0 ] && [ "$code" -eq 66 ] && code=0
     line="  $program ${runs[k]}:"
     # Archer says so on standard output when it starts.
     if ! grep -q "Archer detected OpenMP application" "$out/run-$((k + 1)).out"; then
