@@ -1135,11 +1135,13 @@ static int copy_blocking(const char *function, void *dst, const void *src,
         return -1;
     const double start = timer_now();
     lock();
-    /* A blocking copy up is one started and waited for at once: it hides
-     * behind nothing. */
+    /* A blocking copy is one started and waited for at once: it hides
+     * behind nothing, either way. */
     if (to_device) {
         note_copy_up(bytes);
         device.up_waited_at_once++;
+    } else {
+        device.down_waited_at_once++;
     }
     int status = 0;
     if (device.cuda != NULL) {

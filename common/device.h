@@ -198,10 +198,11 @@ typedef struct {
     uint64_t threads_copying_to_device;
     /* The most bytes one copy to the device carried. */
     uint64_t largest_copy_to_device;
-    /* Asynchronous copies to the host waited for at once: by the thread
-     * that started them, in the same call of a student's hook as the start
-     * (device_name_host_code marks the calls), so that none of the given
-     * code run between the calls (the next layer's backward) hid them. */
+    /* Copies to the host waited for at once: blocking ones, and
+     * asynchronous ones waited for by the thread that started them, in the
+     * same call of a student's hook as the start (device_name_host_code
+     * marks the calls), so that none of the given code run between the
+     * calls (the next layer's backward) hid them. */
     uint64_t copies_to_host_waited_at_once;
 } device_traffic;
 

@@ -1494,8 +1494,9 @@ static void expect_copies_down_overlap(const char *report, int rank,
                   "started it, whatever it did in between (the device "
                   "layer's count): no layer's backward ran while those "
                   "gradients travelled. Hint: "
-                  "TODO 4: a copy waited for as soon as it starts is on "
-                  "backward's critical path; start layer l's copy, and wait "
+                  "TODO 4: a copy waited for as soon as it starts (a "
+                  "blocking device_copy_to_host is one) is on backward's "
+                  "critical path; start layer l's copy, and wait "
                   "for it only after the next layer's backward (the layer "
                   "below's offload_backward_done, or the update for layer 0)",
                   what, rank, at_once, copies);

@@ -6,6 +6,7 @@
  * own (Check's fork mode), so each opens a fresh device. Every expected
  * value is exact: copies and counters involve no arithmetic that rounds. */
 #define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -186,6 +187,14 @@ START_TEST(blocking_copies_are_real)
     /* The same bytes went each way, one copy each per length. */
     expect_traffic(to_device, to_device, (uint64_t)k, (uint64_t)k,
                    "after five round trips");
+    /* A blocking copy is waited for at once, either way: it hides behind
+     * nothing (lesson 07's overlap rules count on it). */
+    const device_traffic t = device_traffic_total();
+    ck_assert_msg(t.copies_to_device_waited_at_once == (uint64_t)k &&
+                  t.copies_to_host_waited_at_once == (uint64_t)k,
+                  "blocking copies waited for at once: %" PRIu64 " up, %"
+                  PRIu64 " down, of %d each", t.copies_to_device_waited_at_once,
+                  t.copies_to_host_waited_at_once, k);
 }
 END_TEST
 
