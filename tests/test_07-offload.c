@@ -1392,7 +1392,8 @@ static void expect_outside(const run_result *r, const char *report,
 /* The bytes across the bus, from the device layer's counters: each step
  * the slice's bf16 gradients down and its bf16 parameters up, 2S each. */
 static void expect_traffic(const char *report, const training_reference *ref,
-                           int ranks, int rank, int steps, char *failures)
+                           int ranks, int rank, int steps, bool delayed,
+                           char *failures)
 {
     size_t begin, end;
     training_block_of(ref->total, ranks, rank, &begin, &end);
@@ -1410,11 +1411,22 @@ static void expect_traffic(const char *report, const training_reference *ref,
                      end - begin, down < want ? whole
                      : "only this rank's part of each layer, after the "
                        "reduce-scatter, goes down");
+    /* Up, the slice goes after each update: tile by tile (TODO 5), or,
+     * with the delayed update, whole when the next update begins and
+     * after the last (TODO 6). */
+    const char *up_whole =
+        delayed
+            ? "every step's slice goes up, tile by tile before the delay "
+              "begins (TODO 5), then whole in finish_delayed_update, for "
+              "each delayed update, the last included (TODO 6)"
+            : "the slice's parameters, each tile whole, every step (a "
+              "copy's count is in bytes: elements times sizeof(bf16))";
     if (up != want)
         note_failure(failures, "rank %d copied %llu bytes up in %d steps, "
                      "expected %llu (2 bytes a bf16 parameter of its slice of "
-                     "%zu, each step). Hint: TODO 5: %s", rank, up, steps,
-                     want, end - begin, up < want ? whole
+                     "%zu, each step). Hint: TODO%s: %s", rank, up, steps,
+                     want, end - begin, delayed ? "s 5-6" : " 5",
+                     up < want ? up_whole
                      : "send the slice's bf16 parameters, not fp32 masters "
                        "nor the whole model; the allgather gives the rest");
 }
@@ -1425,13 +1437,13 @@ static void expect_traffic(const char *report, const training_reference *ref,
  * first. */
 static void expect_traffic_explains(const char *out,
                                     const training_reference *ref, int ranks,
-                                    int steps, const char *what,
+                                    int steps, bool delayed, const char *what,
                                     const char *difference)
 {
     char failures[FAILURES_SIZE] = "";
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
-        expect_traffic(report, ref, ranks, rank, steps, failures);
+        expect_traffic(report, ref, ranks, rank, steps, delayed, failures);
         free(report);
     }
     ck_assert_msg(failures[0] == '\0', "%s: its weights differ from the "
@@ -1634,8 +1646,8 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
     if (!weights_match(out, ranks, &ref, "the reference gives", difference,
                        sizeof difference)) {
         expect_lesson06_right(ranks, what);
-        expect_traffic_explains(out, &ref, ranks, shape->steps, what,
-                                difference);
+        expect_traffic_explains(out, &ref, ranks, shape->steps,
+                                delay_from >= 0, what, difference);
     }
     if (delay_from >= 0)
         expect_delayed_weights(out, ranks, shape, delay_from, &ref, what);
@@ -1649,7 +1661,8 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
          * (fp32 beside bf16, say) also breaks the overlap rules below,
          * which would only name a symptom. */
         expect_memory(report, &ref, ranks, rank, delay_from >= 0, failures);
-        expect_traffic(report, &ref, ranks, rank, shape->steps, failures);
+        expect_traffic(report, &ref, ranks, rank, shape->steps,
+                       delay_from >= 0, failures);
         ck_assert_msg(failures[0] == '\0', "%s: %s", what, failures);
         expect_copies_up_overlap(report, rank, (long)shape->steps, what);
         expect_copies_down_overlap(report, rank, (long)shape->steps, what);
