@@ -625,6 +625,48 @@ static bool slip_that_gives(const char *out, int P, int rank, size_t count,
     return matches > 0;
 }
 
+/* A ring's bytes in the wrong unit, from what its calls counted at length
+ * `count` of the same run (ring_check's report): a quarter of a ring of
+ * floats' (element counts given with MPI_BYTE) or twice it (MPI_DOUBLE for
+ * floats). What to say, or NULL. */
+static const char *datatype_slip(const char *out, const check_run *run,
+                                 int rank, size_t count)
+{
+    int first, last;
+    group_of(run, rank, &first, &last);
+    const unsigned long long P = (unsigned long long)(last - first + 1);
+    if (!run->ring || P == 1 || count < P)
+        return NULL;
+    char *report = harness_read_report(out, rank);
+    const count_line line = read_count_line(report, count, rank);
+    free(report);
+    const unsigned long long low = 2ull * (count - (count + P - 1) / P) * 4;
+    const unsigned long long high = 2ull * (count - count / P) * 4;
+    const unsigned long long sent = line.point_to_point_sent;
+    /* sent = ratio x a ring of floats' bytes, ratio = numerator / 8: a
+     * quarter of them in one phase (5/8) or both (2/8); twice them in one
+     * phase (12/8) or both (16/8). */
+    bool quarter = false, twice = false;
+    static const int quarters[] = { 5, 2 }, twices[] = { 12, 16 };
+    for (int k = 0; k < 2; k++) {
+        quarter = quarter || (8 * sent >= quarters[k] * low &&
+                              8 * sent <= quarters[k] * high);
+        twice = twice || (8 * sent >= twices[k] * low &&
+                          8 * sent <= twices[k] * high);
+    }
+    if (sent < low && quarter)
+        return "your calls moved a quarter of the bytes a ring of floats "
+               "moves, in one phase or both: counts of floats given with "
+               "MPI_BYTE? A count is in elements of its datatype, and the "
+               "datatype of float data is MPI_FLOAT";
+    if (sent > high && twice)
+        return "your calls moved twice the bytes a ring of floats moves, in "
+               "one phase or both: MPI_DOUBLE for float data? A count is in "
+               "elements of its datatype, and the datatype of float data is "
+               "MPI_FLOAT";
+    return NULL;
+}
+
 /* Checks every rank's result for one length against the exact sum (or
  * average) over the ranks of its communicator, computed here in double.
  *
@@ -731,6 +773,10 @@ static void check_length(const char *out, const check_run *run, size_t count,
                          "request: complete the step's requests first, then "
                          "use what arrived", unreceived,
                          unreceived == 1 ? " is" : "s are");
+            else if (run->ring && !run->split && slip_count > 0 &&
+                     datatype_slip(out, run, rank, slip_count) != NULL)
+                snprintf(diagnosis, sizeof diagnosis, "%s",
+                         datatype_slip(out, run, rank, slip_count));
             else if (looks_world)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "%s over all %d ranks of MPI_COMM_WORLD, not over "
