@@ -485,6 +485,8 @@ typedef enum {
     SLIP_GATHER_OLD_CHUNKS, /* the allgather with the reduce-scatter's
                                chunk numbers */
     SLIP_ADDS_INTO_SENT,    /* what arrives added to the chunk sent */
+    SLIP_GATHER_DISCARDS,   /* the allgather never puts what arrives in
+                               data (a buffer of its own, left there) */
     SLIP_COUNT
 } ring_slip;
 
@@ -502,6 +504,9 @@ static const char *const slip_hints[SLIP_COUNT] = {
     "the result is what a ring gives that adds the chunk that arrives to "
     "the chunk it sent: at the reduce-scatter's step s, rank r sends chunk "
     "(r - s) and adds what arrives to chunk (r - s - 1)",
+    "the result is what a ring gives whose allgather never puts the chunk "
+    "that arrives into data (received into a buffer of its own and left "
+    "there): receive it straight into its place in data, or copy it there",
 };
 
 /* The same, short, for a result that more than one slip gives. */
@@ -513,6 +518,8 @@ static const char *const slip_names[SLIP_COUNT] = {
     "(r + 1 - s) and receives chunk (r - s))",
     "the chunk that arrives is added to the chunk sent (it goes to chunk "
     "(r - s - 1))",
+    "the allgather leaves the chunk that arrives outside data (it goes "
+    "into its place)",
 };
 
 /* Chunk c of `count` among P: the balanced partition (the first count mod
@@ -547,7 +554,8 @@ static void simulate_ring(int P, size_t count, ring_slip slip, float *all,
                        &all[(size_t)r * count + begin],
                        length * sizeof *all);
             }
-            for (int r = 0; r < P; r++) {
+            for (int r = 0; r < P && !(phase == 1 &&
+                                      slip == SLIP_GATHER_DISCARDS); r++) {
                 const int previous = (r - 1 + P) % P;
                 int send = ((old ? r - s : r + 1 - s) % P + P) % P;
                 int take = ((old ? r - s - 1 : r - s) % P + P) % P;
