@@ -47,7 +47,8 @@
  * Test form completes it (Wait, Waitall, Waitany, Waitsome, Test, Testall,
  * Testany, Testsome, each counted as a call) or MPI_Request_free releases
  * it (a non-blocking collective's request, which MPI does not let a
- * program free, stops the program, status 1, naming the call). The requests still open are written with the ledger, and MPI_Finalize
+ * program free, stops the program, status 1, naming the call). The
+ * requests still open are written with the ledger, and MPI_Finalize
  * says on standard error how many a rank never completed: a request never
  * completed is a receive whose data may never have arrived, or a send
  * whose buffer was reused too early, however right the numbers look.

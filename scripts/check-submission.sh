@@ -106,7 +106,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/zz-check-submission-XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 
 allows=() denies=() reasons=() local_files=() local_globs=() include_lessons=()
-data_movers=() data_mover_kinds=()
+data_movers=() data_mover_kinds=() counted=() allow_counted=false
 defined_files=() defined_symbols=() defined_reasons=()
 while read -r verb first rest; do
     case "$verb" in
@@ -115,12 +115,17 @@ while read -r verb first rest; do
         # linked programs must not hold it at all (scripts/check-program.sh).
         deny|reference) denies+=("$first"); reasons+=("$rest") ;;
         moves-data) data_movers+=("$first"); data_mover_kinds+=("$rest") ;;
+        counted) counted+=("$first") ;;
+        allow-counted) allow_counted=true ;;
         allow-in) local_files+=("$first"); local_globs+=("${rest%% *}") ;;
         include-from) include_lessons+=("$first") ;;
         define) defined_files+=("$first"); defined_symbols+=("${rest%% *}")
                 defined_reasons+=("${rest#* }") ;;
     esac
 done < <(cat "$root/tests/symbols/all.txt" "$root/tests/symbols/$lesson.txt" 2>/dev/null | grep -v '^[[:space:]]*#')
+# A lesson that allows the counted calls allows each.
+! $allow_counted || allows+=("${counted[@]}")
+
 # The shared library's own functions are allowed (unless denied above).
 declare -A library_symbols=()
 while read -r symbol; do

@@ -772,6 +772,11 @@ static void check_length(const char *out, const check_run *run, size_t count,
             double exact = exact_sum(first, last, first_wrong, &magnitude);
             char diagnosis[512];
             const char *comm = run->overlap ? "state->comm" : "comm";
+            const char *datatype = run->ring && !run->split &&
+                                           slip_count > 0
+                                       ? datatype_slip(out, run, rank,
+                                                       slip_count)
+                                       : NULL;
             if (unreceived > 0)
                 snprintf(diagnosis, sizeof diagnosis, "%zu element%s NaN "
                          "with every bit set: what a receive buffer of "
@@ -781,10 +786,8 @@ static void check_length(const char *out, const check_run *run, size_t count,
                          "request: complete the step's requests first, then "
                          "use what arrived", unreceived,
                          unreceived == 1 ? " is" : "s are");
-            else if (run->ring && !run->split && slip_count > 0 &&
-                     datatype_slip(out, run, rank, slip_count) != NULL)
-                snprintf(diagnosis, sizeof diagnosis, "%s",
-                         datatype_slip(out, run, rank, slip_count));
+            else if (datatype != NULL)
+                snprintf(diagnosis, sizeof diagnosis, "%s", datatype);
             else if (looks_world)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "%s over all %d ranks of MPI_COMM_WORLD, not over "

@@ -1106,7 +1106,6 @@ void run_result_free(run_result *result)
     result->out = result->err = result->where = result->watch_dir = NULL;
 }
 
-
 const char *harness_program(const char *lesson, const char *program)
 {
     static char path[PATH_MAX];
