@@ -520,6 +520,60 @@ static void settle(MPI_Request *before, const MPI_Request after[], int count,
         free(before);
 }
 
+/* After a Wait or Test form that failed: the elements of its array that
+ * no call of this program started, if any, said on stderr before the
+ * caller's own report of the error. Most often the array is indexed one
+ * off from where the starts wrote their requests, and MPI's own word
+ * ("invalid request") does not say which element. Only a call that has
+ * already failed is looked at: requests the ledger does not follow
+ * (MPI_Comm_idup's, a persistent one's) are never refused. */
+static void explain_failure(const char *call, int result,
+                            const MPI_Request before[], int count)
+{
+    if (result == MPI_SUCCESS || before == NULL)
+        return;
+    int unknown = 0, first_unknown = -1, known = 0;
+    call_kind kind = CALL_KINDS;
+    for (int k = 0; k < count; k++) {
+        if (before[k] == MPI_REQUEST_NULL)
+            continue;
+        bool found = false;
+        for (size_t r = 0; r < open_count && !found; r++)
+            if (open_requests[r].handle == before[k]) {
+                found = true;
+                kind = open_requests[r].kind;
+            }
+        if (found) {
+            known++;
+        } else if (unknown++ == 0) {
+            first_unknown = k;
+        }
+    }
+    if (unknown == 0)
+        return;
+    const size_t left_out = open_count - (size_t)known;
+    char which[96];
+    if (unknown == 1)
+        snprintf(which, sizeof which, "element %d of the %d requests it was "
+                 "given is not a request", first_unknown, count);
+    else
+        snprintf(which, sizeof which, "%d of the %d requests it was given "
+                 "(the first, element %d) are not requests", unknown, count,
+                 first_unknown);
+    fprintf(stderr, "comm ledger: rank %d: %s failed: %s any call of this "
+            "program started%s%s%s%s. Give it exactly the elements your "
+            "starts wrote: check the element each start writes (the first "
+            "at 0) and the count given to %s%s%s%s\n",
+            world_rank(), call, which,
+            known > 0 ? "; the others were started by " : "",
+            known > 0 ? ledger[kind].name : "",
+            left_out > 0 ? (known > 0 ? ", and " : "; ") : "",
+            left_out > 0 ? "requests that were started are left out of "
+                           "the array" : "",
+            call, steps_current()[0] ? " (the rank was in " : "",
+            steps_current(), steps_current()[0] ? ")" : "");
+}
+
 size_t comm_ledger_open_requests(const char **first_call)
 {
     if (first_call != NULL)
@@ -1064,6 +1118,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(1, request, small);
     int result = PMPI_Wait(request, status);
+    explain_failure("MPI_Wait", result, before, 1);
     settle(before, request, 1, small);
     return leave(result);
 }
@@ -1074,6 +1129,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Waitall(count, requests, statuses);
+    explain_failure("MPI_Waitall", result, before, count);
     settle(before, requests, count, small);
     return leave(result);
 }
@@ -1085,6 +1141,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index,
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Waitany(count, requests, index, status);
+    explain_failure("MPI_Waitany", result, before, count);
     settle(before, requests, count, small);
     return leave(result);
 }
@@ -1096,6 +1153,7 @@ int MPI_Waitsome(int count, MPI_Request requests[], int *done,
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Waitsome(count, requests, done, indices, statuses);
+    explain_failure("MPI_Waitsome", result, before, count);
     settle(before, requests, count, small);
     return leave(result);
 }
@@ -1106,6 +1164,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(1, request, small);
     int result = PMPI_Test(request, flag, status);
+    explain_failure("MPI_Test", result, before, 1);
     settle(before, request, 1, small);
     return leave(result);
 }
@@ -1117,6 +1176,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag,
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Testall(count, requests, flag, statuses);
+    explain_failure("MPI_Testall", result, before, count);
     settle(before, requests, count, small);
     return leave(result);
 }
@@ -1128,6 +1188,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Testany(count, requests, index, flag, status);
+    explain_failure("MPI_Testany", result, before, count);
     settle(before, requests, count, small);
     return leave(result);
 }
@@ -1139,6 +1200,7 @@ int MPI_Testsome(int count, MPI_Request requests[], int *done,
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Testsome(count, requests, done, indices, statuses);
+    explain_failure("MPI_Testsome", result, before, count);
     settle(before, requests, count, small);
     return leave(result);
 }

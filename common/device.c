@@ -55,6 +55,7 @@
 #include "stack.h"
 #include "timer.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -143,6 +144,7 @@ static struct {
         uintptr_t start;
         size_t bytes, span;
         memory_category category;
+        const char *allocated_in;  /* the host code then, or NULL */
     } *blocks;
     size_t block_count, block_room;
     struct arena_gap { uintptr_t start; size_t bytes; } *gaps;
@@ -377,6 +379,27 @@ static const char *host_code_now(void)
     return code_here != NULL ? code_here : atomic_load(&code_of_opener);
 }
 
+/* An allocation whose category is the other kind of memory: either the
+ * category is wrong or the function is, and the category says which the
+ * code meant (MEMORY_PARAMETERS from device_host_alloc: the parameters
+ * belong on the device, so device_alloc). Stops the program. */
+static void wrong_kind_of_memory(const char *function,
+                                 memory_category category, const char *is,
+                                 const char *its_function, const char *holds,
+                                 const char *categories)
+{
+    const char *now = host_code_now();
+    char name[64] = "MEMORY_";
+    for (const char *c = memory_category_name(category);
+         *c != '\0' && strlen(name) < sizeof name - 1; c++)
+        name[strlen(name)] = (char)toupper((unsigned char)*c);
+    fprintf(stderr, "%s: %s is a category of %s, which %s allocates; %s "
+            "allocates %s, whose categories are %s%s%s%s\n", function,
+            name, is, its_function, function, holds, categories,
+            now ? " (in " : "", now ? now : "", now ? ")" : "");
+    exit(1);
+}
+
 /* What the line says was touched: the block (and where in it), the books,
  * or memory of the arena that no block holds. */
 static void describe_touch(uintptr_t at, char *what, size_t len)
@@ -505,7 +528,8 @@ static void *arena_alloc(memory_category category, size_t bytes)
         arena.blocks = grow(arena.blocks, &arena.block_room,
                             sizeof *arena.blocks);
     arena.blocks[arena.block_count++] =
-        (struct arena_block){ start, bytes, span, category };
+        (struct arena_block){ start, bytes, span, category,
+                              host_code_now() };
     unlock();
     return (void *)start;
 }
@@ -773,8 +797,10 @@ void *device_alloc(memory_category category, size_t bytes)
 {
     require_open("device_alloc");
     if (memory_category_is_host(category))
-        device_check_failed("device_alloc", "a host category for device "
-                            "memory: use device_host_alloc");
+        wrong_kind_of_memory("device_alloc", category, "host memory",
+                             "device_host_alloc", "device memory",
+                             "every other (MEMORY_PARAMETERS, "
+                             "MEMORY_GRADIENTS, MEMORY_OPTIMIZER, ...)");
     if (device.cuda != NULL)
         return device.cuda->alloc(category, bytes);
     /* The ledger takes it from the arena. */
@@ -808,10 +834,17 @@ static int check_device_range(const char *function, const char *end,
         const size_t offset = first - block->start;
         if (bytes <= block->bytes - offset)
             return 0;
+        /* Either the copy is wrong (the code running now, which the
+         * caller names) or the block's size is (the code that allocated
+         * it, named here). */
+        const char *then = block->allocated_in;
         snprintf(error, error_len, "%s: %s, %zu bytes from %zu bytes into "
-                 "a device block of %zu, runs %zu bytes past the block's end:"
-                 " copy only what the block holds", function, end, bytes,
-                 offset, block->bytes, bytes - (block->bytes - offset));
+                 "a device block of %zu (device_alloc%s%s), runs %zu bytes "
+                 "past the block's end: check the copy's offset and count, "
+                 "and the size the block was allocated with%s", function,
+                 end, bytes, offset, block->bytes, then ? ", in " : "",
+                 then ? then : "", bytes - (block->bytes - offset),
+                 then ? " (there)" : "");
         return -1;
     }
     /* No block holds its first byte: one it runs into from before its
@@ -1013,9 +1046,9 @@ void *device_host_alloc(memory_category category, size_t bytes)
 {
     require_open("device_host_alloc");
     if (!memory_category_is_host(category))
-        device_check_failed("device_host_alloc", "a device category for "
-                            "host memory: say MEMORY_HOST_OPTIMIZER or "
-                            "MEMORY_HOST_STAGING");
+        wrong_kind_of_memory("device_host_alloc", category, "device memory",
+                             "device_alloc", "host memory",
+                             "MEMORY_HOST_OPTIMIZER or MEMORY_HOST_STAGING");
     if (device.cuda != NULL)
         return host_block_kept(device.cuda->host_alloc(category, bytes),
                                bytes);

@@ -166,6 +166,26 @@ done < <({ [ "${#library_lists[@]}" -gt 0 ] && awk -F '\t' '$3 == "data" { print
 # not as calls the lesson does not allow.
 exit_registrations="atexit on_exit at_quick_exit __cxa_atexit __cxa_thread_atexit __cxa_thread_atexit_impl pthread_atfork __register_atfork"
 
+# Whether anything the lesson's programs link or load defines SYMBOL: a
+# library, common/, the given code. A name nothing defines is a slip
+# (CHECK_MP for CHECK_MPI), and the refusal says so, not "may not call".
+declare -A defined_names=()
+defined_anywhere() {   # defined_anywhere SYMBOL
+    if [ "${#defined_names[@]}" -eq 0 ]; then
+        local symbol
+        while read -r symbol; do
+            [ -n "$symbol" ] && defined_names[$symbol]=1
+        done < <({ [ "${#library_lists[@]}" -gt 0 ] && cut -f1 "${library_lists[@]}"
+                   local program parts
+                   for program in "${programs[@]}"; do
+                       IFS=, read -r -a parts <<< "$program"
+                       nm --defined-only -g "${parts[@]}" 2>/dev/null | awk 'NF == 3 { print $3 }'
+                   done
+                   echo "-"; } | sort -u)
+    fi
+    [ -n "${defined_names[$1]:-}" ] || [ -n "${library_symbols[$1]:-}" ]
+}
+
 status=0
 refuse() {
     echo "refused: $*" >&2
@@ -262,6 +282,10 @@ for object in "${objects[@]}"; do
         done
         [ -n "$verdict" ] && continue
         [ -n "${mpi_functions[$symbol]:-}" ] && continue
+        if ! defined_anywhere "$symbol"; then
+            refuse "$shown calls $symbol, which nothing defines: not C, MPI, common/ or the lesson's code. A misspelt name? The compiler's warning \"implicit declaration of function '$symbol'\" gives the line"
+            continue
+        fi
         refuse "$shown $does $symbol, which code in lesson $lesson may not $may (what it may $may: tests/symbols/all.txt and tests/symbols/$lesson.txt)"
     done < <(nm -u "$object" 2>/dev/null | awk '{ print $NF }' | sort -u)
 done

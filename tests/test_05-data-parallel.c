@@ -978,12 +978,61 @@ static void expect_overlap(const overlap_seen *seen, const char *what)
                   seen->starts);
 }
 
-/* Runs ring_check on `counts` (comma-separated) and checks every length. */
-static void check_run_of(const check_run *run, const char *counts)
+/* REPEATS more calls on the last length, after the first: the memory the
+ * process holds may not grow with them (ring_check --repeat), for the ring
+ * (3 ranks and 1), the average and the overlapped averages alike. A buffer
+ * allocated in every call and never freed grows it by at least its size
+ * each time: a ring's chunk of 2^18 + 3 floats is about 350 KB on 3 ranks
+ * (1 MB on 1), a copy of the gradients 1 MB, 3.5 MB or more in all. MPI's
+ * own lists grow too, and keep their high-water mark: a few hundred bytes
+ * over these calls for a ring of one message a step (Open MPI 4.1, shared
+ * memory), but 262 KB for a correct ring in a walkthrough that posted every
+ * piece of 1024 floats at once, receiving from MPI_ANY_SOURCE (unexpected
+ * messages, held by MPI). 1 MiB lies between. */
+enum { REPEATS = 10, GROWTH_ALLOWED = 1 << 20 };
+
+static void check_growth(const char *out, const check_run *run, size_t count)
+{
+    char key[64];
+    snprintf(key, sizeof key, "repeat %d count %zu heap_growth", REPEATS,
+             count);
+    const char *what = run->ring ? "ring_allreduce"
+                       : run->overlap ? "start_layer_average and "
+                                        "finish_averages"
+                                      : "average_gradients";
+    for (int rank = 0; rank < run->ranks; rank++) {
+        char *report = harness_read_report(out, rank);
+        unsigned long long growth;
+        ck_assert_msg(harness_report_values(report, key, &growth, 1) == 1,
+                      "rank %d's report has no \"%s\" line", rank, key);
+        char chunk[64] = "";
+        if (run->ring)
+            snprintf(chunk, sizeof chunk, " (a chunk is %zu bytes)",
+                     block_size(count, (size_t)run->ranks, 0) *
+                         sizeof(float));
+        ck_assert_msg(growth <= GROWTH_ALLOWED, "rank %d's memory grew by "
+                      "%llu bytes over %d more calls of %s on %zu "
+                      "floats%s: memory allocated in every call and never "
+                      "freed. Hint: TODO %d: free what you allocate before "
+                      "returning, or keep one buffer for every call%s",
+                      rank, growth, REPEATS, what, count, chunk,
+                      todo_of(run),
+                      run->ranks == 1 ? " (on 1 rank too: a buffer "
+                                        "allocated before the return for "
+                                        "P = 1 is never freed there)" : "");
+        free(report);
+    }
+}
+
+/* Runs ring_check on `counts` (comma-separated) and checks every length;
+ * with `repeats`, REPEATS more calls on the last length, which may not
+ * grow the memory held. */
+static void check_run_of(const check_run *run, const char *counts,
+                         bool repeats)
 {
     char out[HARNESS_PATH];
     harness_out_dir(out);
-    run_result r = run_check(run, counts, 0, out);
+    run_result r = run_check(run, counts, repeats ? REPEATS : 0, out);
     size_t list[RING_CHECK_MAX_COUNTS];
     int n = 0;
     for (const char *at = counts; n < RING_CHECK_MAX_COUNTS && *at;) {
@@ -1010,6 +1059,8 @@ static void check_run_of(const check_run *run, const char *counts)
     }
     if (run->overlap)
         expect_overlap(&overlap, "ring_check --mode overlap");
+    if (repeats)
+        check_growth(out, run, list[n - 1]);
     finish_check(&r, run, counts, out);
     harness_remove_out_dir(out);
 }
@@ -1023,14 +1074,14 @@ START_TEST(ring_on_ranks)
     snprintf(counts, sizeof counts, "0,1,%d,%d,%d,1003,262147",
              ranks - 1 > 1 ? ranks - 1 : 2, ranks, ranks + 1);
     const check_run run = { ranks, false, true, false };
-    check_run_of(&run, counts);
+    check_run_of(&run, counts, false);
 }
 END_TEST
 
 START_TEST(average_on_ranks)
 {
     const check_run run = { _i, false, false, false };
-    check_run_of(&run, "1,1003,262147");
+    check_run_of(&run, "1,1003,262147", true);
 }
 END_TEST
 
@@ -1041,14 +1092,14 @@ END_TEST
 START_TEST(ring_on_split_communicator)
 {
     const check_run run = { 4, true, true, false };
-    check_run_of(&run, "1,2,3,4,1003,65539");
+    check_run_of(&run, "1,2,3,4,1003,65539", false);
 }
 END_TEST
 
 START_TEST(average_on_split_communicator)
 {
     const check_run run = { 4, true, false, false };
-    check_run_of(&run, "1,1003");
+    check_run_of(&run, "1,1003", false);
 }
 END_TEST
 
@@ -1059,27 +1110,17 @@ END_TEST
 START_TEST(overlap_on_split_communicator)
 {
     const check_run run = { 4, true, false, true };
-    check_run_of(&run, "1,5,1003");
+    check_run_of(&run, "1,5,1003,262147", true);
 }
 END_TEST
 
-/* Ten calls more on 2^18 + 3 floats, after the first: the memory the
- * process holds may not grow with them, on 3 ranks and on 1. A buffer
- * allocated in every call and never freed grows it by at least a chunk
- * (here about 350 KB on 3 ranks, 1 MB on 1) each time, 3.5 MB in all. MPI's
- * own lists grow too, and keep their high-water mark: a few hundred bytes
- * over these calls for a ring of one message a step (Open MPI 4.1, shared
- * memory), but 262 KB for a correct ring in a walkthrough that posted every
- * piece of 1024 floats at once, receiving from MPI_ANY_SOURCE (unexpected
- * messages, held by MPI). 1 MiB lies between. */
-enum { REPEATS = 10, GROWTH_ALLOWED = 1 << 20 };
-
-/* On `ranks` ranks. */
+/* On `ranks` ranks, the ring's memory over REPEATS more calls (above,
+ * check_growth), with its lengths and calls checked as check_run_of does. */
 static void memory_bounded_on(int ranks)
 {
     const check_run run = { ranks, false, true, false };
     const size_t count = 262147;
-    char out[HARNESS_PATH], counts[32], key[64];
+    char out[HARNESS_PATH], counts[32];
     harness_out_dir(out);
     /* 1003 first: its chunks are small enough for the comm ledger to stage
      * (comm_ledger.c), so that a wrong ring's hint is the ring tests'
@@ -1096,26 +1137,7 @@ static void memory_bounded_on(int ranks)
         check_calls(report, rank, &run, count);
         free(report);
     }
-    snprintf(key, sizeof key, "repeat %d count %zu heap_growth", REPEATS,
-             count);
-    for (int rank = 0; rank < run.ranks; rank++) {
-        char *report = harness_read_report(out, rank);
-        unsigned long long growth;
-        ck_assert_msg(harness_report_values(report, key, &growth, 1) == 1,
-                      "rank %d's report has no \"%s\" line", rank, key);
-        ck_assert_msg(growth <= GROWTH_ALLOWED, "rank %d's memory grew by "
-                      "%llu bytes over %d more calls of ring_allreduce on "
-                      "%zu floats (a chunk is %zu bytes): memory allocated "
-                      "in every call and never freed. Hint: TODO 3: free "
-                      "what you allocate before returning, or keep one "
-                      "buffer for every call%s", rank, growth, REPEATS,
-                      count, block_size(count, (size_t)ranks, 0) *
-                                 sizeof(float),
-                      ranks == 1 ? " (on 1 rank too: a buffer allocated "
-                                   "before the return for P = 1 is never "
-                                   "freed there)" : "");
-        free(report);
-    }
+    check_growth(out, &run, count);
     finish_check(&r, &run, counts, out);
     harness_remove_out_dir(out);
 }

@@ -1070,13 +1070,19 @@ static void expect_delayed_weights(const char *out, int ranks,
                          "of %s. Hint: TODO 6: %s", what, delay_from,
                          difference, slips[k].schedule, slips[k].hint);
     }
+    /* The test runs 1 rank before 2 (delayed_update): on more, the run
+     * on 1 rank matched, and what differs is what crosses ranks. */
     ck_abort_msg("%s (--dpu %ld): %s. Hint: TODO 6: step s's update runs "
                  "while step s+1 computes on the parameters of update s-1; "
                  "its parameters go up when step s+1's update begins, and "
-                 "the last in offload_finish; step s+1's gradients come "
+                 "the last in offload_finish%s; step s+1's gradients come "
                  "down into the other set of host_grads (o->grads_set) "
                  "while the task reads step s's", what, delay_from,
-                 difference);
+                 difference,
+                 ranks > 1 ? ", each followed by the allgather that gives "
+                             "every rank the others' slices (as in TODO 5: "
+                             "on 1 rank the weights matched, and the "
+                             "allgather is what 2 ranks add)" : "");
 }
 
 /* The delayed update overlaps the next step, as observed by given code

@@ -370,9 +370,17 @@ static void check_parameters(const trainer *t, long step)
         while (layer + 1 < o->zero.layer_count &&
                o->zero.layers[layer + 1].begin <= i)
             layer++;
-        char what[128];
-        snprintf(what, sizeof what, "parameter %zu (layer %d) on the device "
-                 "is NaN after the update", i, layer);
+        char what[256];
+        int used = snprintf(what, sizeof what, "parameter %zu (layer %d) on "
+                            "the device is NaN after the update", i, layer);
+        /* A copy lands at its device_wait: one still pending now was
+         * started and never waited for. */
+        const size_t pending = device_pending_copies();
+        if (pending > 0 && used > 0 && (size_t)used < sizeof what)
+            snprintf(what + used, sizeof what - (size_t)used, " (and %zu "
+                     "cop%s started %s still pending, never waited for: a "
+                     "copy lands only at its device_wait)", pending,
+                     pending == 1 ? "y" : "ies", pending == 1 ? "is" : "are");
         fail_nan(t, step, what);
     }
 }

@@ -47,11 +47,12 @@ static void finish_landing(offload_state *o, int slot)
 void offload_backward_done(offload_state *o, int layer)
 {
     /* TODO 4 start: take a free landing slot (the other may hold the
-     * layer above, still on its way down) with offload_landing; reduce-
-     * scatter the layer with your lesson 06 stage2_backward_done; start
-     * the own part's copy down into host_grads[o->grads_set] at its place
-     * in the slice (device_copy_to_host_async; a rank may own none of a
-     * layer); then finish the other slot's copy. */
+     * layer above, still on its way down) with offload_landing, first:
+     * it points o->zero.grads, where stage 2 writes, at the landing. Then
+     * reduce-scatter the layer with your lesson 06 stage2_backward_done;
+     * start the own part's copy down into host_grads[o->grads_set] at its
+     * place in the slice (device_copy_to_host_async; a rank may own none
+     * of a layer); then finish the other slot's copy. */
     NOT_DONE();
     /* TODO 4 end */
 }

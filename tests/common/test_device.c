@@ -498,9 +498,11 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
     ck_assert(device_copy_to_host_async(host, block + 200, 64, &copy, error,
                                         sizeof error) == -1);
     ck_assert_str_eq(error, "device_copy_to_host_async: the source, 64 bytes "
-                     "from 200 bytes into a device block of 256, runs 8 "
-                     "bytes past the block's end: copy only what the block "
-                     "holds");
+                     "from 200 bytes into a device block of 256 "
+                     "(device_alloc), runs 8 "
+                     "bytes past the block's end: check the copy's offset "
+                     "and count, and the size the block was allocated "
+                     "with");
     ck_assert(device_copy_to_device(host + 8, host, 8, error,
                                     sizeof error) == -1);
     ck_assert_str_eq(error, "device_copy_to_device: the destination (8 "
@@ -907,15 +909,19 @@ END_TEST
 static void device_memory_in_a_host_category(void)
 {
     open_cpu(MIB, -1);
-    expect("device_alloc: a host category for device memory: use "
-           "device_host_alloc\n");
+    expect("device_alloc: MEMORY_HOST_STAGING is a category of host "
+           "memory, which device_host_alloc allocates; device_alloc "
+           "allocates device memory, whose categories are every other "
+           "(MEMORY_PARAMETERS, MEMORY_GRADIENTS, MEMORY_OPTIMIZER, ...)\n");
     device_alloc(MEMORY_HOST_STAGING, 16);
 }
 
 static void host_memory_in_a_device_category(void)
 {
     open_cpu(MIB, -1);
-    expect("device_host_alloc: a device category for host memory: say "
+    expect("device_host_alloc: MEMORY_OPTIMIZER is a category of device "
+           "memory, which device_alloc allocates; device_host_alloc "
+           "allocates host memory, whose categories are "
            "MEMORY_HOST_OPTIMIZER or MEMORY_HOST_STAGING\n");
     device_host_alloc(MEMORY_OPTIMIZER, 16);
 }

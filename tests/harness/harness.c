@@ -1528,6 +1528,42 @@ static const char *not_started_line(const char *err, char *line, size_t len)
     return line;
 }
 
+/* Whether every rank of `where` ("rank 0: STEP, inside MPI_X; rank 1:
+ * ...") was inside the same collective call that takes a count: its name
+ * into `call`. Ranks that all entered one collective and none left have
+ * most often given it a count or datatype that does not match their data
+ * (which can also break the heap), not waited for each other. */
+static bool all_in_one_collective(const char *where, char *call, size_t len)
+{
+    static const char *const collectives[] = {
+        "Allreduce", "Reduce", "Bcast", "Allgather", "Gather", "Scatter",
+        "Alltoall", "Scan", "Exscan",
+    };
+    int ranks = 0;
+    call[0] = '\0';
+    for (const char *at = strstr(where, "rank "); at != NULL;
+         at = strstr(at + 1, "; rank ")) {
+        const char *end = strstr(at + 1, "; rank ");
+        const char *inside = strstr(at, "inside MPI_");
+        if (inside == NULL || (end != NULL && inside > end))
+            return false;
+        inside += strlen("inside MPI_");
+        size_t n = strspn(inside, "abcdefghijklmnopqrstuvwxyz"
+                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+        if (ranks++ == 0)
+            snprintf(call, len, "%.*s", (int)n, inside);
+        else if (strlen(call) != n || strncmp(call, inside, n) != 0)
+            return false;
+    }
+    if (ranks < 2)
+        return false;
+    const char *name = call[0] == 'I' ? call + 1 : call;
+    for (size_t k = 0; k < sizeof collectives / sizeof *collectives; k++)
+        if (strncmp(name, collectives[k], strlen(collectives[k])) == 0)
+            return true;
+    return false;
+}
+
 /* The program's own first line of error output, for the failure message:
  * not a line of the banners that mpirun draws between dashes, nor a
  * sanitizer's "==PID==" line. */
@@ -1889,11 +1925,20 @@ bool harness_run_failure(const run_result *result, const char *what,
                     "happens when code writes past the end (or before the "
                     "start) of memory it allocated, or frees a block "
                     "twice; check every index and count against the size "
-                    "allocated.%s%s", what,
+                    "allocated.%s%s%s", what,
                     result->timed_out ? "stopped answering, and not from "
                                         "a deadlock"
                                       : "crashed",
-                    corrupted, result->where ? " Where each rank was: " : "",
+                    corrupted,
+                    /* An MPI call writes count elements of its datatype:
+                     * MPI_DOUBLE for floats writes twice the bytes. */
+                    result->where && strstr(result->where, "inside MPI_")
+                        ? " A rank was inside an MPI call: its count is in "
+                          "elements of its datatype, and the datatype is "
+                          "the buffer's (MPI_FLOAT for float: MPI_DOUBLE "
+                          "moves 8 bytes an element)."
+                        : "",
+                    result->where ? " Where each rank was: " : "",
                     result->where ? result->where : "");
     if (result->timed_out && result->looping_s > 0 && result->where != NULL)
         return said(why, size,
@@ -1903,12 +1948,21 @@ bool harness_run_failure(const run_result *result, const char *what,
                     "the loop around them, its counter and its end). Where "
                     "each rank was: %s", what, result->seconds,
                     result->looping_s, result->where);
+    char collective[64], agreement[400] = "";
+    if (result->timed_out && result->where != NULL &&
+        all_in_one_collective(result->where, collective, sizeof collective))
+        snprintf(agreement, sizeof agreement, " Every rank was inside "
+                 "MPI_%s: ranks that all entered one collective and none "
+                 "left most often gave it a count or datatype that does not "
+                 "match their data (MPI_FLOAT for float; a count in "
+                 "elements, not bytes), or different counts or "
+                 "communicators on different ranks.", collective);
     if (result->timed_out && result->stalled_s > 0 && result->where != NULL)
         return said(why, size,
                     "no answer from %s in %.0f s: a deadlock (every rank "
-                    "waited inside an MPI call for %.0f s, none moving on). "
-                    "Where each rank was: %s", what, result->seconds,
-                    result->stalled_s, result->where);
+                    "waited inside an MPI call for %.0f s, none moving on)."
+                    "%s Where each rank was: %s", what, result->seconds,
+                    result->stalled_s, agreement, result->where);
     /* No rank inside an MPI call: none waits for another. A rank stuck
      * in given code that only computes is most often one whose heap an
      * earlier write past a buffer broke: glibc's malloc then waits for
@@ -1928,8 +1982,8 @@ bool harness_run_failure(const run_result *result, const char *what,
     if (result->timed_out && result->where != NULL)
         return said(why, size,
                     "no answer from %s in %.0f s: probably a deadlock (every "
-                    "rank waiting for another). Where each rank was: %s",
-                    what, result->seconds, result->where);
+                    "rank waiting for another).%s Where each rank was: %s",
+                    what, result->seconds, agreement, result->where);
     if (result->timed_out)
         return said(why, size,
                     "no answer from %s in %.0f s: an endless loop, or a "
