@@ -15,7 +15,11 @@
 #   4. a TODO the lesson has no tests of: one line, status 2;
 #   5. a failure recorded for a test of TODO N and later ones, before
 #      T=N ran, is said not run since TODO N changed (it was stale); one
-#      never run is still said not run yet.
+#      never run is still said not run yet;
+#   6. make progress on that record: TODOs whose tests did not run are
+#      "not run" (not skipped, not done), and what comes next is the first
+#      TODO of the lesson worked on that is failing or not run (with its
+#      T=), not the first lesson never checked.
 # Prints [pass] or [FAIL] lines; exit status 0 when all pass.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -124,6 +128,31 @@ if grep -q "^skip	$never	not run yet (it tests TODOs 1, 4): make check L=05 T=4 
     say yes "after T=1, '$never' (TODOs 1, 4), never run, is said not run yet, and which T= runs it"
 else
     say no "after T=1, '$never', never run, should be said not run yet" "$record"
+fi
+
+# 6. make progress on that record, beside a lesson never checked: the
+# TODOs whose tests T=N did not run are "not run", not skipped (as a CUDA
+# test without a GPU is) nor done, and what to do next is the failing TODO
+# of the lesson worked on, not the first lesson never checked.
+mkdir -p "$work/progress" || exit 2
+cp "$record" "$work/progress/05-data-parallel.results" || exit 2
+if [ -x build/grade-tool/grade ] &&
+        build/grade-tool/grade --lessons "00-setup 05-data-parallel" --work "$work/progress" \
+            --progress > "$work/progress.out" 2>&1 &&
+        grep -q "^  TODO 2 .* not run .*0/3 tests pass" "$work/progress.out" &&
+        grep -q "^next: lesson 05-data-parallel, TODO 1 " "$work/progress.out"; then
+    say yes "make progress after T=1: TODO 2 is not run, and next is TODO 1 of lesson 05, not lesson 00: $(grep '^next' "$work/progress.out")"
+else
+    say no "make progress after T=1 should show TODO 2 not run and point at lesson 05's TODO 1" "$work/progress.out"
+fi
+# Once TODO 1 passes, what is left not run comes next, with its T=.
+sed -i.bak 's/^fail\(\tshard: [^\t]*\t\)/pass\1/' "$work/progress/05-data-parallel.results"
+if build/grade-tool/grade --lessons "00-setup 05-data-parallel" --work "$work/progress" \
+            --progress > "$work/progress.out" 2>&1 &&
+        grep -q "^next: lesson 05-data-parallel, TODO 2, .*(make check L=05 T=2)" "$work/progress.out"; then
+    say yes "with TODO 1 done, next is TODO 2, never run, with its T=: $(grep '^next' "$work/progress.out")"
+else
+    say no "with TODO 1 done, next should be TODO 2 (make check L=05 T=2)" "$work/progress.out"
 fi
 
 # 4. A TODO without tests.

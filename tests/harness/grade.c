@@ -573,7 +573,12 @@ static bool todo_before(const char *a, const char *b)
  * and failing otherwise. */
 static void print_progress(void)
 {
-    const test *next = NULL;
+    /* What to do next: the first TODO, in order, of a lesson that has
+     * been checked (the lessons the student works on) that is failing,
+     * not started, or whose tests make check T=N has not run yet; else
+     * the first lesson never checked. */
+    const test *next = NULL, *next_unchecked = NULL;
+    bool next_not_run = false;
     for (int k = 0; k < test_count;) {
         const char *lesson = tests[k].lesson;
         int end = k;
@@ -582,8 +587,8 @@ static void print_progress(void)
         printf("lesson %s\n", lesson);
         if (tests[k].unchecked) {
             printf("  not checked yet: make check L=%.2s\n", lesson);
-            if (next == NULL)
-                next = &tests[k];
+            if (next_unchecked == NULL)
+                next_unchecked = &tests[k];
             k = end;
             continue;
         }
@@ -609,13 +614,23 @@ static void print_progress(void)
         for (int label = 0; label < labels; label++) {
             const int first = order[label];
             int count = 0, passed = 0, not_started = 0, skipped = 0;
-            const test *example = NULL;
+            int not_run = 0;
+            const test *example = NULL, *unrun = NULL;
             for (int j = first; j < end; j++) {
                 if (strcmp(tests[j].todo, tests[first].todo) != 0)
                     continue;
                 count++;
                 passed += tests[j].what == PASSED;
                 not_started += tests[j].what == NOT_STARTED;
+                /* make check T=N records the tests it did not run as
+                 * skipped "not run ...": not done, nor failing. */
+                if (tests[j].what == SKIPPED &&
+                    strncmp(tests[j].message, "not run", 7) == 0) {
+                    not_run++;
+                    if (unrun == NULL)
+                        unrun = &tests[j];
+                    continue;
+                }
                 skipped += tests[j].what == SKIPPED;
                 if (tests[j].what != PASSED && tests[j].what != SKIPPED &&
                     example == NULL)
@@ -625,8 +640,16 @@ static void print_progress(void)
              * failing: it could not run here. */
             const char *state = skipped == count           ? "skipped"
                                 : passed + skipped == count ? "done"
+                                : example == NULL            ? "not run"
                                 : passed == 0 && not_started > 0
                                     ? "not started" : "failing";
+            if (example == NULL && unrun != NULL) {
+                example = unrun;
+                if (next == NULL) {
+                    next = unrun;
+                    next_not_run = true;
+                }
+            }
             if (skipped == count && example == NULL)
                 for (int j = first; j < end && example == NULL; j++)
                     if (strcmp(tests[j].todo, tests[first].todo) == 0)
@@ -641,14 +664,21 @@ static void print_progress(void)
         }
         k = end;
     }
-    if (next != NULL && next->unchecked)
-        printf("next: lesson %s (make check L=%.2s)\n", next->lesson,
-               next->lesson);
-    else if (next != NULL)
+    long first_todo, last_todo;
+    if (next != NULL && next_not_run) {
+        todo_numbers(next->todo, &first_todo, &last_todo);
+        printf("next: lesson %s, TODO %s, whose tests have not all run "
+               "on your code as it is (make check L=%.2s T=%ld)\n",
+               next->lesson, next->todo, next->lesson, last_todo);
+    } else if (next != NULL) {
         printf("next: lesson %s, TODO %s (make check L=%.2s)\n", next->lesson,
                next->todo, next->lesson);
-    else
+    } else if (next_unchecked != NULL) {
+        printf("next: lesson %s (make check L=%.2s)\n", next_unchecked->lesson,
+               next_unchecked->lesson);
+    } else {
         printf("every TODO is done\n");
+    }
 }
 
 /* A broken submission's expectations: "score: X/Y", and lines "fails: NAME |
