@@ -190,6 +190,10 @@ typedef struct {
     int count, source, tag;      /* the call's other arguments */
     MPI_Datatype type;
     MPI_Comm comm;
+    /* A non-blocking collective's result buffer, staged: what it held at
+     * the start, malloc'd, to compare at completion (NULL for a receive,
+     * whose buffer holds 0xff meanwhile). */
+    unsigned char *original;
 } staged_receive;
 typedef struct {
     int arrays;                  /* how many of the call's arrays */
@@ -262,7 +266,41 @@ static void *stage_receive(void *buffer, int count, MPI_Datatype type,
     memcpy(staging, buffer, bytes);
     memset(buffer, 0xff, bytes);
     entered_kept.staged = (staged_receive){ staging, buffer, bytes, count,
-                                            source, tag, type, comm };
+                                            source, tag, type, comm, NULL };
+    return staging;
+}
+
+/* Before a non-blocking collective that writes its result into `buffer`
+ * (MPI_Iallreduce's receive buffer, in place or not): where MPI is to
+ * write instead, a staging buffer that starts as a copy of it, or
+ * `buffer` itself where the call is not staged. `buffer` stays as it was
+ * until the completion copies the result in, and a change to it before
+ * then is the program's own: a write into a buffer that MPI owns (a
+ * division by P before the wait), whose effect depends on when MPI
+ * happens to write the result. Staged up to STAGED_MAX bytes, as
+ * receives are. */
+static void *stage_result(void *buffer, int count, MPI_Datatype type)
+{
+    MPI_Aint lower = 0, extent = 0;
+    int size = 0;
+    if (buffer == NULL || count <= 0 ||
+        PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &lower, &extent) != MPI_SUCCESS ||
+        lower != 0 || extent != (MPI_Aint)size || size <= 0 ||
+        (uint64_t)size * (uint64_t)count > STAGED_MAX)
+        return buffer;
+    const size_t bytes = (size_t)size * (size_t)count;
+    unsigned char *staging = malloc(bytes), *original = malloc(bytes);
+    if (staging == NULL || original == NULL) {
+        free(staging);
+        free(original);
+        return buffer;
+    }
+    memcpy(staging, buffer, bytes);
+    memcpy(original, buffer, bytes);
+    entered_kept.staged = (staged_receive){ staging, buffer, bytes, count,
+                                            MPI_PROC_NULL, 0, type,
+                                            MPI_COMM_NULL, original };
     return staging;
 }
 
@@ -276,6 +314,8 @@ static void unstage(kept_arguments *kept)
     memcpy(staged->into, staged->staging, staged->bytes);
     free(staged->staging);
     staged->staging = NULL;
+    free(staged->original);
+    staged->original = NULL;
 }
 
 /* Before a non-blocking call: its send and receive buffers (NULL where it
@@ -445,6 +485,25 @@ static void check_kept(call_kind kind, kept_arguments *kept)
                     steps_current(), steps_current()[0] ? ")" : "");
             abort_after_message();
         }
+    const staged_receive *staged = &kept->staged;
+    if (staged->original != NULL &&
+        memcmp(staged->into, staged->original, staged->bytes) != 0) {
+        size_t at = 0;
+        while (((const unsigned char *)staged->into)[at] ==
+               staged->original[at])
+            at++;
+        fprintf(stderr, "comm ledger: rank %d: the result buffer given to "
+                "%s (%zu bytes) was written before its request completed "
+                "(its byte %zu changed): until the wait returns, the buffer "
+                "belongs to MPI, which puts the result there when it "
+                "likes, so what your code wrote is lost or mixed in. Use "
+                "it (divide, scale, read) only after MPI_Wait or "
+                "MPI_Waitall%s%s%s\n", world_rank(), ledger[kind].name,
+                staged->bytes, at,
+                steps_current()[0] ? " (the rank was in " : "",
+                steps_current(), steps_current()[0] ? ")" : "");
+        abort_after_message();
+    }
     if (kept->sent != NULL &&
         sampled_bytes(kept->sent, kept->sent_bytes) != kept->sent_sample) {
         fprintf(stderr, "comm ledger: rank %d: the send buffer given to %s "
@@ -1547,8 +1606,9 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
     enter(CALL_Iallreduce, volume, volume);
     keep_send_buffer(sendbuf, count, type);
     keep_stacked(sendbuf, recvbuf);
+    void *into = stage_result(recvbuf, count, type);
     return opened(CALL_Iallreduce,
-                  PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm,
+                  PMPI_Iallreduce(sendbuf, into, count, type, op, comm,
                                   request),
                   request);
 }

@@ -355,6 +355,19 @@ static run_result run_check(const check_run *run, const char *counts,
     /* A ring that hangs: say on which length, and what makes rings hang. */
     char why[4096];
     bool not_started;
+    /* A ring that broke its heap, whether a rank then crashed or hung:
+     * most often a receive buffer too small, or an index past a chunk. */
+    static const char heap_hint[] =
+        "Hint: TODO 3: the receive buffer holds the longest chunk, "
+        "block_size(count, P, 0) floats (malloc takes bytes: times "
+        "sizeof(float)), what arrives lands at its start (not at the "
+        "chunk's offset in data), and every index stays inside its chunk. "
+        "make grade L=05 runs the tests under AddressSanitizer, which names "
+        "the line of the write";
+    if (run->ring && !r.timed_out && (r.exit_status != 0 || r.signal != 0) &&
+        harness_run_failure(&r, what, why, sizeof why, &not_started) &&
+        !not_started && strstr(why, "its heap was corrupted") != NULL)
+        ck_abort_msg("%s. %s", why, heap_hint);
     if (run->ring && r.timed_out && !(r.looping_s > 0) &&
         harness_run_failure(&r, what, why, sizeof why, &not_started) &&
         !not_started) {
@@ -367,10 +380,7 @@ static run_result run_check(const check_run *run, const char *counts,
          * harness said so, and what to check. */
         if (strstr(why, "its heap was corrupted") != NULL ||
             strstr(why, "and not a deadlock: no rank") != NULL)
-            ck_abort_msg("%s.%s Hint: TODO 3: the receive buffer holds the "
-                         "longest chunk, block_size(count, P, 0) floats "
-                         "(malloc takes bytes: times sizeof(float)), and "
-                         "every index stays inside its chunk", why, length);
+            ck_abort_msg("%s.%s %s", why, length, heap_hint);
         ck_abort_msg("%s.%s Hint: TODO 3: %severy rank of comm makes the "
                      "same P-1 MPI_Sendrecv calls in each phase, one a step, "
                      "even for an empty chunk: a rank that skips one, or "
@@ -532,17 +542,27 @@ static void chunk_of(size_t count, int P, int c, size_t *begin, size_t *length)
     *length = base + (at < extra);
 }
 
-/* The ring of the recipe with `slip`, run here on the test's data for
- * ranks 0 .. P-1 (a communicator of the world's first P ranks, in order):
- * rank r's result into all[r * count ...]. In floats, each element summed
- * in the order the recipe sums it, so a ring with that slip gives these
- * very values. */
-static void simulate_ring(int P, size_t count, ring_slip slip, float *all,
+/* The world rank of rank `r` of the communicator that world rank `rank`
+ * was given: the world itself, or on a split run rank 0 alone and ranks
+ * P-1 .. 1 together, in that order (comm rank 0 is world rank P-1). */
+static int world_rank_of(const check_run *run, int rank, int r)
+{
+    return run->split && run->ranks > 1 && rank > 0 ? run->ranks - 1 - r : r;
+}
+
+/* The ring of the recipe with `slip`, run here on the test's data for the
+ * P ranks of the communicator that world rank `rank` was given: comm rank
+ * r's result into all[r * count ...]. In floats, each element summed in
+ * the order the recipe sums it, so a ring with that slip gives these very
+ * values. */
+static void simulate_ring(const check_run *run, int rank, int P,
+                          size_t count, ring_slip slip, float *all,
                           float *messages)
 {
     for (int r = 0; r < P; r++)
         for (size_t k = 0; k < count; k++)
-            all[(size_t)r * count + k] = ring_data_value(SEED, r, k);
+            all[(size_t)r * count + k] =
+                ring_data_value(SEED, world_rank_of(run, rank, r), k);
     for (int phase = 0; phase < 2; phase++)
         for (int s = 0; s < P - 1; s++) {
             const bool old = phase == 0 || slip == SLIP_GATHER_OLD_CHUNKS;
@@ -588,11 +608,17 @@ static void simulate_ring(int P, size_t count, ring_slip slip, float *all,
  * allgather on its chunk numbers, both end with each chunk one rank's
  * own): then the hint names each. On fewer elements than ranks more
  * coincide: the caller passes a length of at least P. */
-static bool slip_that_gives(const char *out, int P, int rank, size_t count,
-                            char *hint, size_t hint_size)
+static bool slip_that_gives(const char *out, const check_run *run, int P,
+                            int rank, size_t count, char *hint,
+                            size_t hint_size)
 {
     if (count < (size_t)P)
         return false;
+    /* Where world rank `rank` is in its communicator. */
+    int comm_rank = rank;
+    for (int r = 0; r < P; r++)
+        if (world_rank_of(run, rank, r) == rank)
+            comm_rank = r;
     char name[64];
     snprintf(name, sizeof name, "result-%zu", count);
     double *got = malloc((count + 1) * sizeof *got);
@@ -603,10 +629,10 @@ static bool slip_that_gives(const char *out, int P, int rank, size_t count,
     bool matched[SLIP_COUNT];
     int matches = 0, found = 0;
     for (int slip = 0; slip < SLIP_COUNT; slip++) {
-        simulate_ring(P, count, (ring_slip)slip, all, messages);
+        simulate_ring(run, rank, P, count, (ring_slip)slip, all, messages);
         bool same = true;
         for (size_t k = 0; same && k < count; k++)
-            same = (float)got[k] == all[(size_t)rank * count + k];
+            same = (float)got[k] == all[(size_t)comm_rank * count + k];
         matched[slip] = same;
         if (same) {
             found = slip;
@@ -850,9 +876,9 @@ static void check_length(const char *out, const check_run *run, size_t count,
                          "when one of its chunks is empty, and with it the "
                          "piece it carries the other way: every step sends "
                          "and receives, 0 elements included");
-            else if (run->ring && !run->split && P > 1 && count > 0 &&
-                     slip_that_gives(out, P, rank, slip_count, diagnosis,
-                                     sizeof diagnosis))
+            else if (run->ring && P > 1 && count > 0 &&
+                     slip_that_gives(out, run, P, rank, slip_count,
+                                     diagnosis, sizeof diagnosis))
                 ;
             else if (run->ring && count < (size_t)P)
                 snprintf(diagnosis, sizeof diagnosis, "with fewer elements "
