@@ -1032,12 +1032,23 @@ static int check_host_range(const char *function, const char *which,
     return -1;
 }
 
-bool device_is_host_block(const void *block)
+void *device_host_block_of(const void *start, size_t bytes)
 {
-    bool found = false;
+    const uintptr_t at = (uintptr_t)start;
+    void *found = NULL;
+    if (start == NULL)
+        return NULL;
     lock();
-    for (size_t k = 0; k < device.host_block_count && !found; k++)
-        found = device.host_blocks[k].start == (uintptr_t)block;
+    for (size_t k = 0; k < device.host_block_count; k++) {
+        const struct host_block *b = &device.host_blocks[k];
+        if (at >= b->start && at - b->start <= b->bytes &&
+            bytes <= b->bytes - (at - b->start)) {
+            found = (void *)b->start;
+            /* A block that starts here wins over one that ends here. */
+            if (b->start == at)
+                break;
+        }
+    }
     unlock();
     return found;
 }

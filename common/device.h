@@ -120,9 +120,11 @@ void device_free(void *block);
 void *device_host_alloc(memory_category category, size_t bytes);
 void device_host_free(void *block);
 
-/* Whether `block` is a block device_host_alloc returned and that is not
- * freed: given code checks that what must live in host memory does. */
-bool device_is_host_block(const void *block);
+/* The start of the block of device_host_alloc (not freed) that holds all
+ * of [start, start + bytes), or NULL where none does: given code checks
+ * that what must live in host memory does, in a block of its own or in a
+ * part of a larger one. */
+void *device_host_block_of(const void *start, size_t bytes);
 
 /* Blocking copies: when they return 0, dst holds src's bytes. -1 with a
  * line in `error`: a NULL pointer, a device end outside every device

@@ -71,29 +71,55 @@ void offload_create(offload_state *o, mlp *model, const adamw_config *adamw,
     o->update_step = -1;
 }
 
-/* What offload_allocate must put in host memory, each a block of
- * device_host_alloc: checked before anything writes them, so that a block
- * put on the device is named here, not by a fault or a free much later. */
+/* What offload_allocate must put in host memory, in blocks of
+ * device_host_alloc (one each, or parts of a larger one), none over
+ * another: checked before anything writes them, so that a buffer put on
+ * the device, or one too small, is named here, not by a fault or a free
+ * much later. */
 static void check_host_placement(const offload_state *o)
 {
-    const struct { const void *block; const char *what; } host[] = {
-        { o->master, "o->master (the fp32 master weights)" },
-        { o->m, "o->m (Adam's first moment)" },
-        { o->v, "o->v (Adam's second moment)" },
-        { o->host_grads[0], "o->host_grads[0] (the gradients that come "
-                            "down)" },
-        { o->host_params, "o->host_params (the parameters that go up)" },
+    const size_t own = o->own_count;
+    const struct { const void *start; size_t bytes; const char *what; } host[] = {
+        { o->master, own * sizeof(float), "o->master (the fp32 master "
+                                          "weights)" },
+        { o->m, own * sizeof(float), "o->m (Adam's first moment)" },
+        { o->v, own * sizeof(float), "o->v (Adam's second moment)" },
+        { o->host_grads[0], own * sizeof(bf16), "o->host_grads[0] (the "
+                                                "gradients that come down)" },
+        { o->host_params, own * sizeof(bf16), "o->host_params (the "
+                                              "parameters that go up)" },
+        /* The delayed update's second set of gradients. */
+        { o->host_grads[1], own * sizeof(bf16), "o->host_grads[1] (the "
+                                                "delayed update's second "
+                                                "set of gradients)" },
     };
-    for (size_t k = 0; k < sizeof host / sizeof host[0]; k++)
-        if (o->own_count > 0 && !device_is_host_block(host[k].block)) {
-            char why[384];
-            snprintf(why, sizeof why, "offload_allocate (TODO 3) left %s "
-                     "outside host memory: it lives on the host (the CPU "
-                     "Adam reads and writes it there), a block of "
-                     "device_host_alloc (MEMORY_HOST_OPTIMIZER for the "
-                     "optimizer's state, MEMORY_HOST_STAGING for what is "
-                     "copied)", host[k].what);
-            offload_fail(o, why);
+    const size_t count = sizeof host / sizeof host[0] - (o->delay_from < 0);
+    char why[448];
+    for (size_t k = 0; k < count && own > 0; k++) {
+        if (device_host_block_of(host[k].start, host[k].bytes) != NULL)
+            continue;
+        const bool partly = device_host_block_of(host[k].start, 1) != NULL;
+        snprintf(why, sizeof why, "offload_allocate (TODO 3) left %s %s: it "
+                 "lives on the host (the CPU Adam reads and writes it "
+                 "there), S = %zu elements in a block of device_host_alloc "
+                 "(MEMORY_HOST_OPTIMIZER for the optimizer's state, "
+                 "MEMORY_HOST_STAGING for what is copied)", host[k].what,
+                 partly ? "in a host block too small for it (it runs past "
+                          "the block's end)"
+                        : "outside host memory", own);
+        offload_fail(o, why);
+    }
+    for (size_t a = 0; a < count && own > 0; a++)
+        for (size_t b = a + 1; b < count; b++) {
+            const uintptr_t a0 = (uintptr_t)host[a].start,
+                            b0 = (uintptr_t)host[b].start;
+            if (a0 < b0 + host[b].bytes && b0 < a0 + host[a].bytes) {
+                snprintf(why, sizeof why, "offload_allocate (TODO 3) left "
+                         "%s over %s: each holds S = %zu elements of its "
+                         "own (parts of one block must not overlap)",
+                         host[b].what, host[a].what, own);
+                offload_fail(o, why);
+            }
         }
 }
 
@@ -120,14 +146,36 @@ void offload_initialize(offload_state *o, uint64_t seed)
     }
 }
 
+/* Frees the host blocks that hold the buffers offload_allocate made,
+ * each once: a buffer may be a block of its own or a part of a larger
+ * one (m and v after master, in one block of 3S floats). A pointer in no
+ * host block goes to device_host_free as it is, which says what it is. */
+static void free_host_buffers(offload_state *o)
+{
+    void *buffers[] = { o->master, o->m, o->v, o->host_grads[0],
+                        o->host_grads[1], o->host_params };
+    enum { BUFFERS = sizeof buffers / sizeof buffers[0] };
+    void *blocks[BUFFERS];
+    /* Every block first: a freed block holds nothing any more. */
+    for (int k = 0; k < BUFFERS; k++) {
+        void *block = buffers[k] == NULL
+                          ? NULL : device_host_block_of(buffers[k], 0);
+        blocks[k] = block != NULL ? block : buffers[k];
+    }
+    for (int k = 0; k < BUFFERS; k++) {
+        bool freed = false;
+        for (int j = 0; j < k && !freed; j++)
+            freed = blocks[j] == blocks[k];
+        if (!freed)
+            device_host_free(blocks[k]);
+    }
+}
+
 void offload_destroy(offload_state *o)
 {
     device_free(o->device_params);
-    device_host_free(o->master);
-    device_host_free(o->m);
-    device_host_free(o->v);
+    free_host_buffers(o);
     for (int k = 0; k < 2; k++) {
-        device_host_free(o->host_grads[k]);
         /* A free slot holds no block: a pointer left behind is one
          * finish_landing freed already, and freeing it again would touch
          * memory the device no longer has. */
@@ -142,7 +190,6 @@ void offload_destroy(offload_state *o)
         }
         device_free(o->landing[k]);
     }
-    device_host_free(o->host_params);
     free(o->params_up);
     /* zero_destroy frees lesson 06's buffers; this lesson allocated none
      * of them but a bucket, which stage 2 frees after each layer. */
