@@ -1077,7 +1077,9 @@ static void expect_delayed_weights(const char *out, int ranks,
                  "its parameters go up when step s+1's update begins, and "
                  "the last in offload_finish%s; step s+1's gradients come "
                  "down into the other set of host_grads (o->grads_set) "
-                 "while the task reads step s's", what, delay_from,
+                 "while the task reads step s's, "
+                 "o->host_grads[o->update_set], the set it was started "
+                 "with", what, delay_from,
                  difference,
                  ranks > 1 ? ", each followed by the allgather that gives "
                              "every rank the others' slices (as in TODO 5: "
@@ -1632,6 +1634,95 @@ static void expect_lesson06_right(int ranks, const char *what)
 }
 
 /* ZeRO-Offload on `ranks` ranks: weights, memory, traffic. */
+/* Where the first update of a run on `ranks` ranks went wrong, once the
+ * whole run's weights differ: after many steps every parameter differs,
+ * and the first one that does says little. A run of one step shows which
+ * part did: a rank's master weights (its update, TODOs 1-5's gradients
+ * down), its own slice on its own device (its copies up), or another
+ * rank's slice there (the allgather). Into `hint`, or "" when the one step
+ * matches. Called only after a failure: it costs a run. */
+static void diagnose_first_update(int ranks, const run_shape *shape,
+                                  char *hint, size_t size)
+{
+    hint[0] = '\0';
+    run_shape one = *shape;
+    one.steps = 1;
+    char out[HARNESS_PATH];
+    harness_out_dir(out);
+    run_result r = run_offload(ranks, &one, NULL, out, 15);
+    if (!run_ok(&r)) {
+        run_result_free(&r);
+        harness_remove_out_dir(out);
+        return;
+    }
+    run_result_free(&r);
+    training_reference ref = training_reference_run(ranks, one.batch, &one,
+                                                    -1);
+    double *values = malloc(ref.total * sizeof *values);
+    ck_assert(values != NULL);
+    /* Each rank's own part first, then the others'. */
+    for (int pass = 0; pass < 3 && hint[0] == '\0'; pass++)
+        for (int rank = 0; rank < ranks && hint[0] == '\0'; rank++) {
+            size_t begin, end;
+            training_block_of(ref.total, ranks, rank, &begin, &end);
+            if (pass == 0) {
+                harness_read_doubles(out, "master", rank, values,
+                                     end - begin);
+                for (size_t k = 0; k < end - begin; k++)
+                    if (values[k] != ref.master[begin + k]) {
+                        snprintf(hint, size, "TODOs 4-5: after the first "
+                                 "update, rank %d's fp32 master weight %zu "
+                                 "(its slice, "
+                                 "in host memory) is already wrong: its "
+                                 "gradients down (TODO 4: each layer's own "
+                                 "part at its place in the slice) or its "
+                                 "update (TODO 5, and the CPU Adam of TODOs "
+                                 "1-2)", rank, begin + k);
+                        break;
+                    }
+                continue;
+            }
+            harness_read_doubles(out, "params", rank, values, ref.total);
+            for (size_t i = 0; i < ref.total; i++) {
+                const bool own = i >= begin && i < end;
+                if ((pass == 1) != own ||
+                    values[i] == bf16_to_float(ref.params[i]))
+                    continue;
+                /* The value it had before any update, rounded to bf16. */
+                const bool stale =
+                    values[i] == bf16_to_float(bf16_from_float(ref.initial[i]));
+                const char *what = stale ? "its value before the update"
+                                         : "not the update's value";
+                if (own)
+                    snprintf(hint, size, "TODO 5: after the first update, "
+                             "rank %d's master weights are right, but its own "
+                             "slice on its own device is not (parameter "
+                             "%zu is %.9g, %s): its copies up did not land "
+                             "at the slice's place. Each "
+                             "tile [begin, end) of the slice goes to "
+                             "o->device_params + o->zero.own.begin + begin "
+                             "(the slice's place among all Ψ), from "
+                             "o->host_params + begin, and every copy up has "
+                             "landed before the allgather", rank, i,
+                             values[i], what);
+                else
+                    snprintf(hint, size, "TODO 5: after the first "
+                             "update, every rank's own slice on its own device is right, "
+                             "but rank %d's copy of another rank's slice is "
+                             "not (parameter %zu is %.9g, %s): the slices "
+                             "never reached the other devices: "
+                             "gather_parameters allgathers every rank's "
+                             "slice into o->device_params, in place, after "
+                             "the copies up (and in finish_delayed_update "
+                             "too)", rank, i, values[i], what);
+                break;
+            }
+        }
+    free(values);
+    training_reference_free(&ref);
+    harness_remove_out_dir(out);
+}
+
 static void offload_on(int ranks, const run_shape *shape, long delay_from)
 {
     char out[HARNESS_PATH], what[96], dpu[32];
@@ -1655,11 +1746,17 @@ static void offload_on(int ranks, const run_shape *shape, long delay_from)
         expect_traffic_explains(out, &ref, ranks, shape->steps,
                                 delay_from >= 0, what, difference);
     }
-    if (delay_from >= 0)
+    if (delay_from >= 0) {
         expect_delayed_weights(out, ranks, shape, delay_from, &ref, what);
-    else
+    } else {
+        char first[768] = "";
+        if (ranks > 1 && !weights_match(out, ranks, &ref, "", difference,
+                                        sizeof difference))
+            diagnose_first_update(ranks, shape, first, sizeof first);
         expect_reference_weights(out, ranks, &ref, what,
-                                 "lesson 06's stage 2 gives", todo_hint);
+                                 "lesson 06's stage 2 gives",
+                                 first[0] ? first : todo_hint);
+    }
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
         char failures[FAILURES_SIZE] = "";

@@ -188,7 +188,7 @@ static void watch_step_start(trainer *t, long step)
 /* Prints "train_offload: rank R: WHY" and ends the job (every rank). */
 static _Noreturn void fail(const trainer *t, const char *why)
 {
-    char line[1024];   /* room for fail_nan's longest line whole */
+    char line[1536];   /* room for fail_nan's longest line whole */
     snprintf(line, sizeof line, "train_offload: rank %d: %s",
              t->config->rank, why);
     mpi_abort_exit(line);
@@ -230,7 +230,7 @@ static float forward_loss(trainer *t, const float *inputs, size_t batch,
  * grew without bound, an update that diverges. */
 static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
 {
-    char why[900];
+    char why[1400];
     /* With the delayed update, a step's gradients come down while the
      * task still reads the last step's: two host sets, alternating. */
     const bool delayed = t->offload.delay_from >= 0 &&
@@ -252,7 +252,9 @@ static _Noreturn void fail_nan(const trainer *t, long step, const char *what)
                  "their size)%s", what, step,
                  delayed ? "; with the delayed update (TODO 6), step s+1's "
                            "gradients come down into the other host set "
-                           "(o->grads_set) while the task reads step s's"
+                           "(o->grads_set) while the task reads step s's, "
+                           "o->host_grads[o->update_set], the set it was "
+                           "started with"
                          : "");
     fail(t, why);
 }
