@@ -351,7 +351,14 @@ static run_result run_check(const check_run *run, const char *counts,
                      "so that what the previous rank sends is exactly what "
                      "this one expects; and every rank makes every step's call, even "
                      "for an empty chunk (a call skipped shifts the messages "
-                     "after it)", what);
+                     "after it)%s", what,
+                     strstr(r.err, "MPI_Sendrecv_replace") != NULL
+                         ? ". MPI_Sendrecv_replace has one count for both "
+                           "ways: where the chunk a step receives is longer "
+                           "than the one it sends (P does not divide the "
+                           "count), it cannot take it; use MPI_Sendrecv "
+                           "with a count each way"
+                         : "");
     /* A ring that hangs: say on which length, and what makes rings hang. */
     char why[4096];
     bool not_started;
@@ -953,13 +960,24 @@ static void check_calls(const char *report, int rank, const check_run *run,
     unsigned long long high = 2ull * (count - count / P) * 4;
     if (P == 1)
         low = high = 0;
+    /* More than a ring's bytes with every step made (as the tests of
+     * the calls and their order see) is most often a step that sends more
+     * than its chunk: a count padded to the longest chunk, as one count
+     * both ways (MPI_Sendrecv_replace) needs. */
     ck_assert_msg(line.point_to_point_sent >= low && line.point_to_point_sent <= high,
                   "length %zu on %llu ranks: rank %d sent %llu bytes by "
-                  "point-to-point calls (MPI_Sendrecv, MPI_Isend, "
-                  "MPI_Send); a ring sends between %llu and %llu "
+                  "point-to-point calls (MPI_Sendrecv, MPI_Sendrecv_replace, "
+                  "MPI_Isend, MPI_Send); a ring sends between %llu and %llu "
                   "(2(P-1)/P of the data, chunks rounded). Hint: TODO 3: "
-                  "one chunk per step, P-1 steps per phase", count, P, rank,
-                  line.point_to_point_sent, low, high);
+                  "%s", count, P, rank, line.point_to_point_sent, low, high,
+                  line.point_to_point_sent > high
+                      ? "each step sends exactly its chunk, block_range's "
+                        "length for it: a count padded to the longest "
+                        "chunk (which one count both ways, as "
+                        "MPI_Sendrecv_replace has, needs when P does not "
+                        "divide the count) sends more; and P-1 steps per "
+                        "phase"
+                      : "one chunk per step, P-1 steps per phase");
 }
 
 /* TODO 4's point is overlap: each layer's average travels while backward

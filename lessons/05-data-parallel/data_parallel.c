@@ -43,8 +43,9 @@ void ring_allreduce(float *data, size_t count, MPI_Comm comm)
      *   Allgather, P-1 steps: at step s, send chunk (rank + 1 - s), receive
      *   chunk (rank - s) into its place.
      * Chunk c is items block_range(count, P, c) (common/partition.h); all
-     * indices mod P. Each step is one MPI_Sendrecv: a rank that sends first
-     * and receives afterwards waits forever once messages are large.
+     * indices mod P. Each step sends one chunk and receives one, best
+     * with one MPI_Sendrecv: a rank that sends first and receives
+     * afterwards waits forever once messages are large.
      * P and rank are comm's (the tests pass one that is not
      * MPI_COMM_WORLD), and what you allocate you free before returning,
      * or keep for the next call. */

@@ -29,8 +29,9 @@ void average_gradients(float *grads, size_t count, MPI_Comm comm);
 
 /* TODO 3. Replaces data (count floats) on every rank of `comm` by the SUM
  * over the ranks of `comm`, with a ring: a reduce-scatter then an
- * allgather, P-1 steps each, every step one MPI_Sendrecv to the next rank
- * and from the previous. The chunks are the balanced block partition of
+ * allgather, P-1 steps each, every step one chunk to the next rank and
+ * one from the previous (one MPI_Sendrecv, or a pair that cannot
+ * deadlock). The chunks are the balanced block partition of
  * count (common/partition.h): count need not be a multiple of P, and may be
  * smaller than P.
  *
