@@ -839,7 +839,7 @@ static int check_device_range(const char *function, const char *end,
          * it, named here). */
         const char *then = block->allocated_in;
         snprintf(error, error_len, "%s: %s, %zu bytes from %zu bytes into "
-                 "a device block of %zu (device_alloc%s%s), runs %zu bytes "
+                 "a device block of %zu bytes (device_alloc%s%s), runs %zu bytes "
                  "past the block's end: check the copy's offset and count, "
                  "and the size the block was allocated with%s", function,
                  end, bytes, offset, block->bytes, then ? ", in " : "",

@@ -499,7 +499,7 @@ START_TEST(copy_errors_return_a_line_and_start_nothing)
                                         sizeof error) == -1);
     ck_assert_str_eq(error, "device_copy_to_host_async: the source, 64 bytes "
                      "from 200 bytes into a device block of 256 "
-                     "(device_alloc), runs 8 "
+                     "bytes (device_alloc), runs 8 "
                      "bytes past the block's end: check the copy's offset "
                      "and count, and the size the block was allocated "
                      "with");
