@@ -382,7 +382,8 @@ static const char *host_code_now(void)
 /* An allocation whose category is the other kind of memory: either the
  * category is wrong or the function is, and the category says which the
  * code meant (MEMORY_PARAMETERS from device_host_alloc: the parameters
- * belong on the device, so device_alloc). Stops the program. */
+ * belong on the device, so device_alloc). Stops the program, as every
+ * misuse of the device does (device_check_failed). */
 static void wrong_kind_of_memory(const char *function,
                                  memory_category category, const char *is,
                                  const char *its_function, const char *holds,
@@ -393,11 +394,12 @@ static void wrong_kind_of_memory(const char *function,
     for (const char *c = memory_category_name(category);
          *c != '\0' && strlen(name) < sizeof name - 1; c++)
         name[strlen(name)] = (char)toupper((unsigned char)*c);
-    fprintf(stderr, "%s: %s is a category of %s, which %s allocates; %s "
-            "allocates %s, whose categories are %s%s%s%s\n", function,
-            name, is, its_function, function, holds, categories,
-            now ? " (in " : "", now ? now : "", now ? ")" : "");
-    exit(1);
+    char why[512];
+    snprintf(why, sizeof why, "%s is a category of %s, which %s allocates; "
+             "%s allocates %s, whose categories are %s%s%s%s", name, is,
+             its_function, function, holds, categories, now ? " (in " : "",
+             now ? now : "", now ? ")" : "");
+    device_check_failed(function, why);
 }
 
 /* What the line says was touched: the block (and where in it), the books,
