@@ -244,6 +244,23 @@ static void keep_send_buffer(const void *buffer, int count, MPI_Datatype type)
     entered_kept.sent_bytes = (uint64_t)size * (uint64_t)count;
 }
 
+/* The bytes of `count` elements of `type` at `buffer` where the ledger
+ * may stage them: a contiguous type with no holes, at most STAGED_MAX
+ * bytes in all; else 0. */
+static size_t stageable_bytes(const void *buffer, int count,
+                              MPI_Datatype type)
+{
+    MPI_Aint lower = 0, extent = 0;
+    int size = 0;
+    if (buffer == NULL || count <= 0 ||
+        PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &lower, &extent) != MPI_SUCCESS ||
+        lower != 0 || extent != (MPI_Aint)size || size <= 0 ||
+        (uint64_t)size * (uint64_t)count > STAGED_MAX)
+        return 0;
+    return (size_t)size * (size_t)count;
+}
+
 /* Before an MPI_Irecv into `buffer`: where MPI is to receive instead (a
  * staging buffer that starts as a copy of it, so that a shorter message
  * leaves the rest as it was) while `buffer` holds 0xff, or `buffer`
@@ -251,15 +268,9 @@ static void keep_send_buffer(const void *buffer, int count, MPI_Datatype type)
 static void *stage_receive(void *buffer, int count, MPI_Datatype type,
                            int source, int tag, MPI_Comm comm)
 {
-    MPI_Aint lower = 0, extent = 0;
-    int size = 0;
-    if (buffer == NULL || count <= 0 || source == MPI_PROC_NULL ||
-        PMPI_Type_size(type, &size) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(type, &lower, &extent) != MPI_SUCCESS ||
-        lower != 0 || extent != (MPI_Aint)size || size <= 0 ||
-        (uint64_t)size * (uint64_t)count > STAGED_MAX)
+    const size_t bytes = stageable_bytes(buffer, count, type);
+    if (bytes == 0 || source == MPI_PROC_NULL)
         return buffer;
-    const size_t bytes = (size_t)size * (size_t)count;
     unsigned char *staging = malloc(bytes);
     if (staging == NULL)
         return buffer;
@@ -281,15 +292,9 @@ static void *stage_receive(void *buffer, int count, MPI_Datatype type,
  * receives are. */
 static void *stage_result(void *buffer, int count, MPI_Datatype type)
 {
-    MPI_Aint lower = 0, extent = 0;
-    int size = 0;
-    if (buffer == NULL || count <= 0 ||
-        PMPI_Type_size(type, &size) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(type, &lower, &extent) != MPI_SUCCESS ||
-        lower != 0 || extent != (MPI_Aint)size || size <= 0 ||
-        (uint64_t)size * (uint64_t)count > STAGED_MAX)
+    const size_t bytes = stageable_bytes(buffer, count, type);
+    if (bytes == 0)
         return buffer;
-    const size_t bytes = (size_t)size * (size_t)count;
     unsigned char *staging = malloc(bytes), *original = malloc(bytes);
     if (staging == NULL || original == NULL) {
         free(staging);
