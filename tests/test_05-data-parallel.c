@@ -952,7 +952,9 @@ static void check_calls(const char *report, int rank, const check_run *run,
      * a ring's bytes, so the count below would only be a symptom. */
     ck_assert_msg(line.all_sent == line.point_to_point_sent,
                   "length %zu: rank %d sent %llu bytes by collective calls "
-                  "(MPI_Allreduce and its kind): the ring is made of "
+                  "(MPI_Allreduce and its kind, each counted as the bytes "
+                  "a ring of it would send, 2(P-1)/P of its data, "
+                  "rounded): the ring is made of "
                   "point-to-point calls only, MPI_Sendrecv or MPI_Isend and "
                   "MPI_Irecv (TODO 3)", count, rank,
                   line.all_sent - line.point_to_point_sent);
