@@ -19,7 +19,8 @@
 #   6. make progress on that record: TODOs whose tests did not run are
 #      "not run" (not skipped, not done), and what comes next is the first
 #      TODO of the lesson worked on that is failing or not run (with its
-#      T=), not the first lesson never checked.
+#      T=), not the first lesson never checked; once the lesson is done,
+#      the next lesson never checked after it.
 # Prints [pass] or [FAIL] lines; exit status 0 when all pass.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -153,6 +154,18 @@ if build/grade-tool/grade --lessons "00-setup 05-data-parallel" --work "$work/pr
     say yes "with TODO 1 done, next is TODO 2, never run, with its T=: $(grep '^next' "$work/progress.out")"
 else
     say no "with TODO 1 done, next should be TODO 2 (make check L=05 T=2)" "$work/progress.out"
+fi
+
+# Once the lesson is done, the next lesson never checked after it comes
+# next, not the first one never checked (lessons 00-04 done elsewhere).
+awk -F'\t' 'BEGIN { OFS = "\t" } { print "pass", $2, "" }' "$work/progress/05-data-parallel.results" \
+    > "$work/progress/all-pass" && mv "$work/progress/all-pass" "$work/progress/05-data-parallel.results"
+if build/grade-tool/grade --lessons "00-setup 05-data-parallel 06-zero" --work "$work/progress" \
+            --progress > "$work/progress.out" 2>&1 &&
+        grep -q "^next: lesson 06-zero (make check L=06)" "$work/progress.out"; then
+    say yes "with lesson 05 done and lessons 00 and 06 never checked, next is lesson 06: $(grep '^next' "$work/progress.out")"
+else
+    say no "with lesson 05 done, next should be lesson 06, the next never checked" "$work/progress.out"
 fi
 
 # 4. A TODO without tests.

@@ -504,6 +504,8 @@ typedef enum {
     SLIP_ADDS_INTO_SENT,    /* what arrives added to the chunk sent */
     SLIP_GATHER_DISCARDS,   /* the allgather never puts what arrives in
                                data (a buffer of its own, left there) */
+    SLIP_SUM_ELSEWHERE,     /* the reduce-scatter's sums never reach data
+                               (MPI_Reduce_local's arguments swapped) */
     SLIP_COUNT
 } ring_slip;
 
@@ -524,6 +526,10 @@ static const char *const slip_hints[SLIP_COUNT] = {
     "the result is what a ring gives whose allgather never puts the chunk "
     "that arrives into data (received into a buffer of its own and left "
     "there): receive it straight into its place in data, or copy it there",
+    "the result is what a ring gives whose reduce-scatter never adds into "
+    "data: every chunk ends as one rank's own values. The sum goes "
+    "somewhere else: MPI_Reduce_local(in, inout, ...) adds into its second "
+    "argument, which must be the chunk in data (data[k] += received[k])",
 };
 
 /* The same, short, for a result that more than one slip gives. */
@@ -537,6 +543,8 @@ static const char *const slip_names[SLIP_COUNT] = {
     "(r - s - 1))",
     "the allgather leaves the chunk that arrives outside data (it goes "
     "into its place)",
+    "the reduce-scatter's sums never reach data (they go into the chunk in "
+    "data: MPI_Reduce_local adds into its second argument)",
 };
 
 /* Chunk c of `count` among P: the balanced partition (the first count mod
@@ -582,7 +590,9 @@ static void simulate_ring(const check_run *run, int rank, int P,
                        length * sizeof *all);
             }
             for (int r = 0; r < P && !(phase == 1 &&
-                                      slip == SLIP_GATHER_DISCARDS); r++) {
+                                      slip == SLIP_GATHER_DISCARDS) &&
+                            !(phase == 0 && slip == SLIP_SUM_ELSEWHERE);
+                 r++) {
                 const int previous = (r - 1 + P) % P;
                 int send = ((old ? r - s : r + 1 - s) % P + P) % P;
                 int take = ((old ? r - s - 1 : r - s) % P + P) % P;

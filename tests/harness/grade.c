@@ -578,6 +578,10 @@ static void print_progress(void)
      * not started, or whose tests make check T=N has not run yet; else
      * the first lesson never checked. */
     const test *next = NULL, *next_unchecked = NULL;
+    /* The first lesson never checked after the last lesson that was: a
+     * student who starts at lesson 05 in a fresh tree, with lessons 00-04
+     * done elsewhere, goes on to 06, not back to 00. */
+    const test *unchecked_after = NULL;
     bool next_not_run = false;
     for (int k = 0; k < test_count;) {
         const char *lesson = tests[k].lesson;
@@ -589,9 +593,13 @@ static void print_progress(void)
             printf("  not checked yet: make check L=%.2s\n", lesson);
             if (next_unchecked == NULL)
                 next_unchecked = &tests[k];
+            if (unchecked_after == NULL)
+                unchecked_after = &tests[k];
             k = end;
             continue;
         }
+        /* A checked lesson: what comes after it is looked for afresh. */
+        unchecked_after = NULL;
         /* Each TODO label once, in the lesson's order: TODO N, then the
          * tests that need TODOs up to N ("1-2", "1, 2") before TODO N+1's,
          * as make check T=N groups them. */
@@ -674,6 +682,8 @@ static void print_progress(void)
         printf("next: lesson %s, TODO %s (make check L=%.2s)\n", next->lesson,
                next->todo, next->lesson);
     } else if (next_unchecked != NULL) {
+        if (unchecked_after != NULL)
+            next_unchecked = unchecked_after;
         printf("next: lesson %s (make check L=%.2s)\n", next_unchecked->lesson,
                next_unchecked->lesson);
     } else {
