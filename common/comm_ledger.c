@@ -522,8 +522,9 @@ static void check_kept(call_kind kind, kept_arguments *kept)
                 "read it until the request completes, so it must stay as it "
                 "was until then. Write it only after the wait, and keep it "
                 "in memory that lives as long as the request (the state "
-                "your code keeps, or the heap), not in a local array of a "
-                "function that returns before the wait%s%s%s\n",
+                "your code keeps, or the heap), not freed and not in a "
+                "local array of a function that returns before the "
+                "wait%s%s%s\n",
                 world_rank(), ledger[kind].name,
                 (unsigned long long)kept->sent_bytes,
                 steps_current()[0] ? " (the rank was in " : "",

@@ -365,9 +365,10 @@ static run_result run_check(const check_run *run, const char *counts,
     /* A ring that broke its heap, whether a rank then crashed or hung:
      * most often a receive buffer too small, or an index past a chunk. */
     static const char heap_hint[] =
-        "Hint: TODO 3: the receive buffer holds the longest chunk, "
-        "block_size(count, P, 0) floats (malloc takes bytes: times "
-        "sizeof(float)), what arrives lands at its start (not at the "
+        "Hint: TODO 3: the receive buffer holds the longest chunk of this "
+        "call's count, block_size(count, P, 0) floats (malloc takes bytes: "
+        "times sizeof(float); a buffer kept from an earlier call grows "
+        "when a longer count comes), what arrives lands at its start (not at the "
         "chunk's offset in data), and every index stays inside its chunk. "
         "make grade L=05 runs the tests under AddressSanitizer, which names "
         "the line of the write";
@@ -897,6 +898,16 @@ static void check_length(const char *out, const check_run *run, size_t count,
                      slip_that_gives(out, run, P, rank, slip_count,
                                      diagnosis, sizeof diagnosis))
                 ;
+            /* The group's first rank was checked before this one, and
+             * was right: the average reached one rank only. */
+            else if (!run->ring && rank != first)
+                snprintf(diagnosis, sizeof diagnosis, "rank %d, the first "
+                         "of %s, holds the average, and this rank does "
+                         "not: a collective that gives its result to one "
+                         "root (%s) leaves the other ranks without it; "
+                         "every rank needs it (%s)", first, comm,
+                         run->overlap ? "MPI_Ireduce" : "MPI_Reduce",
+                         run->overlap ? "MPI_Iallreduce" : "MPI_Allreduce");
             else if (run->ring && count < (size_t)P)
                 snprintf(diagnosis, sizeof diagnosis, "with fewer elements "
                          "than ranks some chunks are empty (block_range "
@@ -972,6 +983,11 @@ static void check_calls(const char *report, int rank, const check_run *run,
     unsigned long long high = 2ull * (count - count / P) * 4;
     if (P == 1)
         low = high = 0;
+    char range[96];
+    if (low == high)
+        snprintf(range, sizeof range, "exactly %llu", low);
+    else
+        snprintf(range, sizeof range, "between %llu and %llu", low, high);
     /* More than a ring's bytes with every step made (as the tests of
      * the calls and their order see) is most often a step that sends more
      * than its chunk: a count padded to the longest chunk, as one count
@@ -979,9 +995,9 @@ static void check_calls(const char *report, int rank, const check_run *run,
     ck_assert_msg(line.point_to_point_sent >= low && line.point_to_point_sent <= high,
                   "length %zu on %llu ranks: rank %d sent %llu bytes by "
                   "point-to-point calls (MPI_Sendrecv, MPI_Sendrecv_replace, "
-                  "MPI_Isend, MPI_Send); a ring sends between %llu and %llu "
+                  "MPI_Isend, MPI_Send); a ring sends %s "
                   "(2(P-1)/P of the data, chunks rounded). Hint: TODO 3: "
-                  "%s", count, P, rank, line.point_to_point_sent, low, high,
+                  "%s", count, P, rank, line.point_to_point_sent, range,
                   line.point_to_point_sent > high
                       ? "each step sends exactly its chunk, block_range's "
                         "length for it: a count padded to the longest "

@@ -501,7 +501,7 @@ static void write_scores(const char *dir, double score, double max_score)
 }
 
 /* The table for a person: one line per lesson, then what failed. */
-static void print_table(double score, double max_score)
+static void print_table(double score, double max_score, const char *work)
 {
     printf("  %-26s %8s\n", "lesson", "points");
     for (int k = 0; k < test_count;) {
@@ -522,14 +522,20 @@ static void print_table(double score, double max_score)
             k = end;
             continue;
         }
+        bool cut = false;
         for (; k < end; k++) {
             const test *t = &tests[k];
             if (t->what == PASSED)
                 continue;
+            cut = cut || strlen(t->message) > 300;
             printf("      [%s] %s: %.300s%s\n", t->what == SKIPPED ? "skip"
                    : t->what == NOT_STARTED ? "todo" : "FAIL", t->name,
                    t->message, strlen(t->message) > 300 ? "..." : "");
         }
+        /* The hints come at the end of a message: say where it is whole. */
+        if (cut)
+            printf("      (each message whole, with its hint: %s/%s.log)\n",
+                   work, lesson);
     }
     printf("Score: %g/%g\n", score, max_score);
 }
@@ -952,6 +958,6 @@ int main(int argc, char **argv)
     write_junit(out, seconds);
     write_tap(out);
     write_scores(out, score, max_score);
-    print_table(score, max_score);
+    print_table(score, max_score, work);
     return score == max_score ? 0 : 1;
 }
