@@ -935,6 +935,21 @@ void device_free(void *block)
         device.cuda->free(block);
         return;
     }
+    /* A pointer into the arena that starts no live block: one freed
+     * already (a second device_free), or a pointer into a block. Said
+     * here, before the ledger reads the block's header there. */
+    size_t bytes;
+    memory_category category;
+    if (in_arena(block, 1) && !arena_find(block, &bytes, &category)) {
+        const char *now = host_code_now();
+        char why[320];
+        snprintf(why, sizeof why, "%p starts no block of device memory "
+                 "now: freed already (a second device_free of the same "
+                 "block, through a pointer kept after the first?), or a "
+                 "pointer into a block, not its start%s%s%s", block,
+                 now ? " (in " : "", now ? now : "", now ? ")" : "");
+        device_check_failed("device_free", why);
+    }
     if (memory_category_is_host(ledger_block_category(block)))
         device_check_failed("device_free", "a block of host memory: free it "
                             "with device_host_free");
@@ -1007,6 +1022,13 @@ static int check_host_range(const char *function, const char *which,
                              below->bytes,
                              below->allocated_in ? " allocated in " : "",
                              below->allocated_in ? below->allocated_in : "");
+        /* NULL plus an offset: a buffer pointer that was never set. */
+        if (below == NULL && at < ((uintptr_t)1 << 20) && used > 0 &&
+            (size_t)used < error_len)
+            used += snprintf(error + used, error_len - (size_t)used, "; "
+                             "it lies %zu bytes past address 0: a NULL "
+                             "pointer plus an offset (a buffer never "
+                             "allocated?)", (size_t)at);
         if (now != NULL && used > 0 && (size_t)used < error_len)
             snprintf(error + used, error_len - (size_t)used, " (in %s)",
                      now);

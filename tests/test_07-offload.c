@@ -902,7 +902,9 @@ START_TEST(threads_case)
                   "came from one thread (%s). Hint: TODO 2: the tiles go "
                   "to the threads of a parallel region (#pragma omp "
                   "parallel for), each tile's tile_done from the thread "
-                  "that updated it", what, summary);
+                  "that updated it; a schedule's chunk counts iterations, "
+                  "here tiles (schedule(dynamic, CPU_ADAM_TILE) hands one "
+                  "thread 4096 tiles at once)", what, summary);
     int working = 0;
     for (int t = 0; t < threads; t++)
         working += seen_threads[t].work_ns * 10 >= total_ns;
@@ -1075,8 +1077,11 @@ static void expect_delayed_weights(const char *out, int ranks,
     ck_abort_msg("%s (--dpu %ld): %s. Hint: TODO 6: step s's update runs "
                  "while step s+1 computes on the parameters of update s-1; "
                  "its parameters go up when step s+1's update begins, and "
-                 "the last in offload_finish%s; step s+1's gradients come "
-                 "down into the other set of host_grads (o->grads_set) "
+                 "the last in offload_finish%s; the task's function "
+                 "reads the context host_task_start was given (o itself, "
+                 "if it casts it to offload_state *); step s+1's "
+                 "gradients come down into the other set of host_grads "
+                 "(o->grads_set) "
                  "while the task reads step s's, "
                  "o->host_grads[o->update_set], the set it was started "
                  "with", what, delay_from,

@@ -39,7 +39,8 @@ static void finish_landing(offload_state *o, int slot)
     /* TODO 4 start: if the slot's copy down is pending
      * (o->grads_down[slot].pending: set when the copy started, cleared
      * by its device_wait), wait for it; then free the landing buffer
-     * (device_free) and mark the slot empty (landing_layer -1). */
+     * (device_free), set o->landing[slot] to NULL and mark the slot empty
+     * (landing_layer -1). */
     NOT_DONE();
     /* TODO 4 end */
 }

@@ -212,6 +212,22 @@ zero_part offload_own_part(const offload_state *o, int layer)
 
 bf16 *offload_landing(offload_state *o, int layer, int slot)
 {
+    /* The slot must be free: a busy one still holds a layer's part on
+     * its way down, and taking it would lose that block and reuse its
+     * copy while it is pending. */
+    if (slot < 0 || slot > 1 || o->landing_layer[slot] >= 0) {
+        char why[256];
+        if (slot < 0 || slot > 1)
+            snprintf(why, sizeof why, "offload_landing: slot %d: there are "
+                     "two, 0 and 1. Hint: TODO 4", slot);
+        else
+            snprintf(why, sizeof why, "offload_landing: slot %d still "
+                     "holds layer %d, whose copy down is not finished. "
+                     "Hint: TODO 4: take the free slot (landing_layer -1), "
+                     "or finish this one first (finish_landing)", slot,
+                     o->landing_layer[slot]);
+        offload_fail(o, why);
+    }
     const zero_part part = offload_own_part(o, layer);
     const size_t count = length_of(part);
     bf16 *landing = device_alloc(MEMORY_GRADIENTS, count * sizeof *landing);
@@ -232,6 +248,16 @@ bf16 *offload_landing(offload_state *o, int layer, int slot)
 
 cpu_adam_step offload_adam_step(const offload_state *o, long step)
 {
+    /* The loop's steps count from 0: a negative one was never set (the
+     * delayed update's o->update_step starts at -1). */
+    if (step < 0) {
+        char why[256];
+        snprintf(why, sizeof why, "offload_adam_step got step %ld: the "
+                 "training loop's steps count from 0. Hint: TODO 6: the "
+                 "delayed update's task takes the step it was started for, "
+                 "o->update_step, set before host_task_start", step);
+        offload_fail(o, why);
+    }
     return cpu_adam_step_of(&o->zero.adamw, step + 1,
                             1.0f / (float)o->zero.ranks);
 }

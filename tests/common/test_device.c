@@ -932,15 +932,33 @@ static void allocating_with_no_device(void)
     device_alloc(MEMORY_PARAMETERS, 16);
 }
 
+/* A block freed twice (a pointer kept after its free): said by
+ * device_free, not by the fault of the ledger reading its header. */
+static void freeing_a_block_twice(void)
+{
+    open_cpu(MIB, -1);
+    void *block = device_alloc(MEMORY_GRADIENTS, 1000);
+    if (block == NULL)
+        _exit(91);
+    device_free(block);
+    expect("device_free: %p starts no block of device memory now: freed "
+           "already (a second device_free of the same block, through a "
+           "pointer kept after the first?), or a pointer into a block, not "
+           "its start\n", block);
+    device_free(block);
+}
+
 START_TEST(memory_of_the_wrong_kind_stops)
 {
     void (*const bodies[])(void) = { device_memory_in_a_host_category,
                                      host_memory_in_a_device_category,
-                                     allocating_with_no_device };
+                                     allocating_with_no_device,
+                                     freeing_a_block_twice };
     const char *const what[] = { "device_alloc(MEMORY_HOST_STAGING)",
                                  "device_host_alloc(MEMORY_OPTIMIZER)",
-                                 "device_alloc before device_open" };
-    for (int k = 0; k < 3; k++) {
+                                 "device_alloc before device_open",
+                                 "device_free twice" };
+    for (int k = 0; k < 4; k++) {
         stopped s = run_stopping(bodies[k]);
         expect_stopped(&s, what[k]);
     }
