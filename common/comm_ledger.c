@@ -468,29 +468,10 @@ static void check_frame(call_kind kind, const kept_arguments *kept,
     }
 }
 
-/* At a request's completion: its arrays as they were when it started, or
- * the program stops. */
-static void check_kept(call_kind kind, kept_arguments *kept)
+/* A staged collective result, at its completion: its buffer as it was
+ * when the call started, or the program stops. */
+static void check_staged_result(call_kind kind, const staged_receive *staged)
 {
-    for (int a = 0; a < kept->arrays; a++)
-        for (int r = 0; r < kept->length; r++) {
-            int was = kept->copy[(size_t)a * (size_t)kept->length + (size_t)r];
-            int is = kept->where[a][r];
-            if (was == is)
-                continue;
-            fprintf(stderr, "comm ledger: rank %d: the %s array given to %s "
-                    "changed before its request completed (element %d was "
-                    "%d, is %d): MPI may read it until the request "
-                    "completes, so it must stay as it was until then. Keep "
-                    "it in memory that lives as long as the request (the "
-                    "state your code keeps, or the heap), not in a local "
-                    "array of a function that returns before the wait%s%s%s\n",
-                    world_rank(), kept->name[a], ledger[kind].name, r, was,
-                    is, steps_current()[0] ? " (the rank was in " : "",
-                    steps_current(), steps_current()[0] ? ")" : "");
-            abort_after_message();
-        }
-    const staged_receive *staged = &kept->staged;
     if (staged->original != NULL &&
         memcmp(staged->into, staged->original, staged->bytes) != 0) {
         size_t at = 0;
@@ -515,6 +496,31 @@ static void check_kept(call_kind kind, kept_arguments *kept)
                 steps_current(), steps_current()[0] ? ")" : "");
         abort_after_message();
     }
+}
+
+/* At a request's completion: its arrays as they were when it started, or
+ * the program stops. */
+static void check_kept(call_kind kind, kept_arguments *kept)
+{
+    for (int a = 0; a < kept->arrays; a++)
+        for (int r = 0; r < kept->length; r++) {
+            int was = kept->copy[(size_t)a * (size_t)kept->length + (size_t)r];
+            int is = kept->where[a][r];
+            if (was == is)
+                continue;
+            fprintf(stderr, "comm ledger: rank %d: the %s array given to %s "
+                    "changed before its request completed (element %d was "
+                    "%d, is %d): MPI may read it until the request "
+                    "completes, so it must stay as it was until then. Keep "
+                    "it in memory that lives as long as the request (the "
+                    "state your code keeps, or the heap), not in a local "
+                    "array of a function that returns before the wait%s%s%s\n",
+                    world_rank(), kept->name[a], ledger[kind].name, r, was,
+                    is, steps_current()[0] ? " (the rank was in " : "",
+                    steps_current(), steps_current()[0] ? ")" : "");
+            abort_after_message();
+        }
+    check_staged_result(kind, &kept->staged);
     if (kept->sent != NULL &&
         sampled_bytes(kept->sent, kept->sent_bytes) != kept->sent_sample) {
         fprintf(stderr, "comm ledger: rank %d: the send buffer given to %s "
@@ -1376,6 +1382,28 @@ int MPI_Request_free(MPI_Request *request)
                               : PMPI_Request_free(request);
     settle(before, request, 1, small);
     return leave(result);
+}
+
+/* A request found complete without being freed: MPI has delivered its
+ * data by now (MPI 4.1, section 3.7.3), and a correct program may read it
+ * before the wait that frees the request. A staged one's data goes into
+ * its own buffer now (after the check that a collective's result buffer
+ * was not written meanwhile), not at that wait. */
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    int result = PMPI_Request_get_status(request, flag, status);
+    if (result != MPI_SUCCESS || !*flag || request == MPI_REQUEST_NULL)
+        return result;
+    for (size_t k = 0; k < open_count; k++)
+        if (open_requests[k].handle == request &&
+            open_requests[k].kept.staged.staging != NULL) {
+            device_access_begin();
+            check_staged_result(open_requests[k].kind,
+                                &open_requests[k].kept.staged);
+            unstage(&open_requests[k].kept);
+            device_access_end();
+        }
+    return result;
 }
 
 /* A cancelled request must still be completed by a Wait or Test form. */
