@@ -1523,6 +1523,16 @@ size_t device_pending_copies(void)
     return pending;
 }
 
+size_t device_pending_copies_to_device(void)
+{
+    size_t up = 0;
+    lock();
+    for (size_t k = 0; k < device.pending_count; k++)
+        up += device.pending[k].to_device != 0;
+    unlock();
+    return up;
+}
+
 /* The bytes and counts of the pending copies the books do not have yet.
  * (Lock held.) */
 static device_books pending_books(void)

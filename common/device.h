@@ -177,6 +177,9 @@ int device_wait(device_copy *copy, char *error, size_t error_len);
 /* How many copies are pending now. */
 size_t device_pending_copies(void);
 
+/* How many of them go to the device (copies up). */
+size_t device_pending_copies_to_device(void);
+
 /* Bytes copied since the last reset, by direction, counted when each copy
  * starts (blocking and asynchronous alike), and how many copies. */
 typedef struct {

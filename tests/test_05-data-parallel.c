@@ -28,7 +28,9 @@ static const struct {
 } shards[] = {
     { 0, 8, 1, 0, 100, "one rank, the first step" },
     { 0, 8, 3, 2, 100, "the last of 3 ranks, the first step" },
-    { 5, 8, 3, 1, 1000, "a later step" },
+    /* Sample number s*P*B + r*B past 2^31: arithmetic in int overflows
+     * (the README asks for size_t). */
+    { 100000005, 8, 3, 1, 1000, "a later step, past 2^31 samples" },
     { 4, 8, 3, 2, 100, "a batch that wraps around the data set" },
     { 7, 1, 4, 3, 5, "batches of one sample, a tiny data set" },
     /* Samples 40..44, then 0, 1, 2: the data set ends inside the shard. */
@@ -536,16 +538,16 @@ static const char *const slip_hints[SLIP_COUNT] = {
 /* The same, short, for a result that more than one slip gives. */
 static const char *const slip_names[SLIP_COUNT] = {
     "the reduce-scatter puts the chunk that arrives in place of its own "
-    "(it adds it)",
-    "the allgather adds the chunk that arrives (it replaces yours)",
-    "the allgather uses the reduce-scatter's chunk numbers (it sends chunk "
-    "(r + 1 - s) and receives chunk (r - s))",
-    "the chunk that arrives is added to the chunk sent (it goes to chunk "
+    "(right: it adds it)",
+    "the allgather adds the chunk that arrives (right: it replaces yours)",
+    "the allgather uses the reduce-scatter's chunk numbers (right: it sends "
+    "chunk (r + 1 - s) and receives chunk (r - s))",
+    "the chunk that arrives is added to the chunk sent (right: to chunk "
     "(r - s - 1))",
-    "the allgather leaves the chunk that arrives outside data (it goes "
-    "into its place)",
-    "the reduce-scatter's sums never reach data (they go into the chunk in "
-    "data: MPI_Reduce_local adds into its second argument)",
+    "the allgather leaves the chunk that arrives outside data (right: it "
+    "goes into its place)",
+    "the reduce-scatter's sums never reach data (right: the chunk in data "
+    "holds the sum; MPI_Reduce_local adds into its second argument)",
 };
 
 /* Chunk c of `count` among P: the balanced partition (the first count mod
@@ -873,7 +875,11 @@ static void check_length(const char *out, const check_run *run, size_t count,
             else if (!run->ring && looks_summed && P > 1)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "sum over the %d ranks, not their average: divide "
-                         "by P (the size of comm) after summing", P);
+                         "by P (the size of comm) after summing%s", P,
+                         run->overlap ? ", each slice that was started "
+                                        "(slices[k], counts[k] and "
+                                        "requests[k] kept at the same k)"
+                                      : "");
             else if (run->ring && wrong == wrong_in_tail &&
                      count % (size_t)P != 0 && count >= (size_t)P)
                 snprintf(diagnosis, sizeof diagnosis, "only the last (count "
@@ -917,7 +923,10 @@ static void check_length(const char *out, const check_run *run, size_t count,
                 snprintf(diagnosis, sizeof diagnosis, "%s", run->ring
                          ? "compare your chunk numbers step by step with "
                            "the TODO's recipe (in C, (rank - s) % P is "
-                           "negative when rank < s: add P first)"
+                           "negative when rank < s: add P first), and "
+                           "index the receive buffer from 0: what arrives "
+                           "lands at its start (received[k - begin] for "
+                           "data[k])"
                          : run->overlap
                              ? "start each slice's sum with MPI_Iallreduce "
                                "on state->comm, then, once every request is "

@@ -372,17 +372,24 @@ static void check_parameters(const trainer *t, long step)
         while (layer + 1 < o->zero.layer_count &&
                o->zero.layers[layer + 1].begin <= i)
             layer++;
-        char what[256];
+        char what[448];
         int used = snprintf(what, sizeof what, "parameter %zu (layer %d) on "
                             "the device is NaN after the update", i, layer);
         /* A copy lands at its device_wait: one still pending now was
          * started and never waited for. */
-        const size_t pending = device_pending_copies();
+        const size_t pending = device_pending_copies(),
+                     up = device_pending_copies_to_device();
         if (pending > 0 && used > 0 && (size_t)used < sizeof what)
             snprintf(what + used, sizeof what - (size_t)used, " (and %zu "
-                     "cop%s started %s still pending, never waited for: a "
-                     "copy lands only at its device_wait)", pending,
-                     pending == 1 ? "y" : "ies", pending == 1 ? "is" : "are");
+                     "cop%s started %s still pending, never waited for, %zu "
+                     "of them up to the device: a copy lands only at its "
+                     "device_wait%s)", pending, pending == 1 ? "y" : "ies",
+                     pending == 1 ? "is" : "are", up,
+                     up > 0 && o->delay_from >= 0 && step >= o->delay_from
+                         ? "; with the delayed update, the task's CPU Adam "
+                           "sends no tile up (no tile callback, NULL): the "
+                           "slice goes up whole in finish_delayed_update"
+                         : "");
         fail_nan(t, step, what);
     }
 }

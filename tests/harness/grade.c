@@ -534,8 +534,9 @@ static void print_table(double score, double max_score, const char *work)
         }
         /* The hints come at the end of a message: say where it is whole. */
         if (cut)
-            printf("      (each message whole, with its hint: %s/%s.log)\n",
-                   work, lesson);
+            printf("      (each message whole, with its hint: %s/%s.log, "
+                   "and the sanitizers' run: %s/%s.sanitized.log)\n", work,
+                   lesson, work, lesson);
     }
     printf("Score: %g/%g\n", score, max_score);
 }
