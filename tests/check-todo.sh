@@ -137,9 +137,11 @@ fi
 # of the lesson worked on, not the first lesson never checked.
 mkdir -p "$work/progress" || exit 2
 cp "$record" "$work/progress/05-data-parallel.results" || exit 2
-if [ -x build/grade-tool/grade ] &&
-        build/grade-tool/grade --lessons "00-setup 05-data-parallel" --work "$work/progress" \
-            --progress > "$work/progress.out" 2>&1 &&
+progress_of() {   # progress_of LESSONS: make progress's lines, in $work/progress.out
+    [ -x build/grade-tool/grade ] &&
+        build/grade-tool/grade --lessons "$1" --work "$work/progress" --progress > "$work/progress.out" 2>&1
+}
+if progress_of "00-setup 05-data-parallel" &&
         grep -q "^  TODO 2 .* not run .*0/3 tests pass" "$work/progress.out" &&
         grep -q "^next: lesson 05-data-parallel, TODO 1 " "$work/progress.out"; then
     say yes "make progress after T=1: TODO 2 is not run, and next is TODO 1 of lesson 05, not lesson 00: $(grep '^next' "$work/progress.out")"
@@ -148,8 +150,7 @@ else
 fi
 # Once TODO 1 passes, what is left not run comes next, with its T=.
 sed -i.bak 's/^fail\(\tshard: [^\t]*\t\)/pass\1/' "$work/progress/05-data-parallel.results"
-if build/grade-tool/grade --lessons "00-setup 05-data-parallel" --work "$work/progress" \
-            --progress > "$work/progress.out" 2>&1 &&
+if progress_of "00-setup 05-data-parallel" &&
         grep -q "^next: lesson 05-data-parallel, TODO 2, .*(make check L=05 T=2)" "$work/progress.out"; then
     say yes "with TODO 1 done, next is TODO 2, never run, with its T=: $(grep '^next' "$work/progress.out")"
 else
@@ -160,8 +161,7 @@ fi
 # next, not the first one never checked (lessons 00-04 done elsewhere).
 awk -F'\t' 'BEGIN { OFS = "\t" } { print "pass", $2, "" }' "$work/progress/05-data-parallel.results" \
     > "$work/progress/all-pass" && mv "$work/progress/all-pass" "$work/progress/05-data-parallel.results"
-if build/grade-tool/grade --lessons "00-setup 05-data-parallel 06-zero" --work "$work/progress" \
-            --progress > "$work/progress.out" 2>&1 &&
+if progress_of "00-setup 05-data-parallel 06-zero" &&
         grep -q "^next: lesson 06-zero (make check L=06)" "$work/progress.out"; then
     say yes "with lesson 05 done and lessons 00 and 06 never checked, next is lesson 06: $(grep '^next' "$work/progress.out")"
 else
