@@ -739,6 +739,9 @@ START_TEST(threads_case)
     harness_read_output(dir, "seen-v", seen.v, sizeof(float), n);
     harness_read_output(dir, "seen-params", seen.params, sizeof(bf16), n);
     harness_read_output(dir, "params", params, sizeof(bf16), n);
+    rendezvous_note side_by_side;
+    harness_read_output(dir, "rendezvous", &side_by_side,
+                        sizeof side_by_side, 1);
     harness_remove_out_dir(dir);
 
     /* Every element in one tile, at most CPU_ADAM_TILE long. */
@@ -905,6 +908,22 @@ START_TEST(threads_case)
                   "that updated it; a schedule's chunk counts iterations, "
                   "here tiles (schedule(dynamic, CPU_ADAM_TILE) hands one "
                   "thread 4096 tiles at once)", what, summary);
+    /* Side by side (07-offload.h): one thread held inside its tile's
+     * work, as it read the gradients, and no other thread reached them. */
+    ck_assert_msg(side_by_side.outcome != RENDEZVOUS_OUTCOME_ALONE, "%s: "
+                  "the threads never updated two tiles at the same time. "
+                  "The tests held OpenMP thread %" PRId64 " for %.0f s as "
+                  "it read a gradient in its tile's work, and in that time "
+                  "no other thread read one: each tile waited for the one "
+                  "before it to finish (what each thread did: %s). "
+                  "Hint: TODO 2: the threads update their tiles side by "
+                  "side; a #pragma omp "
+                  "critical, ordered or single, or a lock, around the "
+                  "update makes them take turns. The tiles share no "
+                  "element, and tile_done is safe to call from several "
+                  "threads at once: neither needs one", what,
+                  side_by_side.held_omp_thread, side_by_side.held_ms / 1e3,
+                  summary);
     int working = 0;
     for (int t = 0; t < threads; t++)
         working += seen_threads[t].work_ns * 10 >= total_ns;
@@ -1958,7 +1977,7 @@ Suite *lesson_suite(void)
                 "element", vector_instructions, 0, 25);
     harness_add(suite, "cpu_adam_update on 2 threads: tiles of at most "
                 "CPU_ADAM_TILE cover every element once, each final when "
-                "handed over, both threads working", threads_case, 0,
+                "handed over, both threads working side by side", threads_case, 0,
                 THREADS_TIMEOUT_S);
     harness_add(suite, "offload on 1 rank: weights bitwise stage 2's; device "
                 "and host memory, and the bytes across the bus, as the "

@@ -41,7 +41,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -261,6 +263,122 @@ static void watch_tile(void *context, size_t begin, size_t end)
     }
 }
 
+/* ---- side by side (07-offload.h's rendezvous_note) ---- */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RENDEZVOUS_ARMED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RENDEZVOUS_ARMED 0
+#endif
+#endif
+#ifndef RENDEZVOUS_ARMED
+#define RENDEZVOUS_ARMED 1
+#endif
+
+/* The protected pages, and what the handler has seen. */
+static uintptr_t guard_begin, guard_end;
+static atomic_bool guard_open = true;
+static atomic_long first_reader;       /* its system thread id; 0: none */
+static atomic_bool second_reader_came;
+static rendezvous_note rendezvous = { RENDEZVOUS_OUTCOME_UNARMED, -1, 0 };
+static struct sigaction previous_segv, previous_bus;
+
+static void open_guard(void)
+{
+    if (!atomic_exchange(&guard_open, true))
+        mprotect((void *)guard_begin, guard_end - guard_begin,
+                 PROT_READ | PROT_WRITE);
+}
+
+/* Async-signal-safe, all of it: atomics, syscall, nanosleep, mprotect
+ * (a system call on the systems the toolkit runs on), and the OpenMP
+ * runtime's thread-local queries. */
+static void hold_first_reader(int signal_number, siginfo_t *info,
+                              void *context)
+{
+    (void)context;
+    const uintptr_t at = (uintptr_t)info->si_addr;
+    if (at < guard_begin || at >= guard_end ||
+        atomic_load(&guard_open)) {
+        /* Not ours (a fault of the student's code, or one that raced with
+         * the opening: retried, it passes): the fault's old handler,
+         * which the faulting instruction meets again on return. */
+        const struct sigaction *old = signal_number == SIGBUS
+                                          ? &previous_bus : &previous_segv;
+        if (at < guard_begin || at >= guard_end)
+            sigaction(signal_number, old, NULL);
+        return;
+    }
+    const long me = (long)syscall(SYS_gettid);
+    long none = 0;
+    if (!atomic_compare_exchange_strong(&first_reader, &none, me)) {
+        if (none != me)
+            atomic_store(&second_reader_came, true);
+        open_guard();
+        return;
+    }
+    if (!omp_in_parallel() || omp_get_num_threads() < 2) {
+        rendezvous.outcome = RENDEZVOUS_OUTCOME_OUTSIDE;
+        open_guard();
+        return;
+    }
+    rendezvous.held_omp_thread = omp_get_thread_num();
+    /* Looks again after 1 ms, then less and less often, up to every
+     * 64 ms: a held thread that is not let go soon spends next to no CPU
+     * time looking (the tests count each thread's). */
+    int64_t held = 0, tick_ms = 1;
+    while (!atomic_load(&second_reader_came) && held < RENDEZVOUS_MS) {
+        const struct timespec tick = { 0, tick_ms * 1000000 };
+        nanosleep(&tick, NULL);
+        held += tick_ms;
+        if (tick_ms < 64)
+            tick_ms *= 2;
+    }
+    rendezvous.held_ms = held;
+    rendezvous.outcome = atomic_load(&second_reader_came)
+                             ? RENDEZVOUS_OUTCOME_MET
+                             : RENDEZVOUS_OUTCOME_ALONE;
+    open_guard();
+}
+
+/* Read-protects the whole pages of grads[0, n) and holds the first reader;
+ * in the sanitized builds, nothing. */
+static void arm_rendezvous(const bf16 *grads, size_t n)
+{
+    if (!RENDEZVOUS_ARMED)
+        return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    guard_begin = ((uintptr_t)grads + page - 1) / page * page;
+    guard_end = ((uintptr_t)(grads + n)) / page * page;
+    if (guard_end <= guard_begin)
+        return;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = hold_first_reader;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    /* Linux says SIGSEGV for a page without access, macOS SIGBUS. */
+    if (sigaction(SIGSEGV, &action, &previous_segv) != 0 ||
+        sigaction(SIGBUS, &action, &previous_bus) != 0 ||
+        mprotect((void *)guard_begin, guard_end - guard_begin,
+                 PROT_NONE) != 0) {
+        perror("producer: the gradients' guard");
+        exit(1);
+    }
+    rendezvous.outcome = RENDEZVOUS_OUTCOME_OUTSIDE;  /* until a read */
+    atomic_store(&guard_open, false);
+}
+
+static void disarm_rendezvous(void)
+{
+    if (!RENDEZVOUS_ARMED || guard_end <= guard_begin)
+        return;
+    open_guard();
+    sigaction(SIGSEGV, &previous_segv, NULL);
+    sigaction(SIGBUS, &previous_bus, NULL);
+}
+
 static void run_threads(void)
 {
     const size_t n = THREADS_CASE_LENGTH;
@@ -293,8 +411,10 @@ static void run_threads(void)
     const cpu_adam_step constants = cpu_adam_step_of(&case_config, 1,
                                                      CASE_SCALE);
 
+    arm_rendezvous(b.grads, n);
     cpu_adam_update(&constants, b.master, b.m, b.v, b.grads, b.params, n,
                     watch_tile, &w);
+    disarm_rendezvous();
 
     uint64_t count = atomic_load(&w.begun);
     size_t noted = count < TILE_LOG_CAPACITY ? (size_t)count
@@ -307,6 +427,7 @@ static void run_threads(void)
     produce("seen-v", w.seen_v, sizeof(float), n);
     produce("seen-params", w.seen_params, sizeof(bf16), n);
     produce("params", b.params, sizeof(bf16), n);
+    produce("rendezvous", &rendezvous, sizeof rendezvous, 1);
     free(w.seen_master);
     free(w.seen_m);
     free(w.seen_v);

@@ -100,6 +100,31 @@ typedef struct {
     uint64_t written_samples, begun_after;
 } tile_note;
 
+/* Side by side: during the threads case the gradients are read-protected,
+ * and the first thread to read one inside a parallel region of two or
+ * more threads is held in the fault handler, inside its tile's work, until
+ * another thread reads one too (RENDEZVOUS_OUTCOME_MET) or RENDEZVOUS_MS
+ * pass (RENDEZVOUS_OUTCOME_ALONE); then every page is open again. A thread
+ * held inside its tile keeps whatever lock that work took: tiles updated
+ * one at a time (a critical section, ordered, a lock around the work)
+ * leave the other thread waiting for it, and give the same bits and the
+ * same CPU time on each thread as tiles side by side. A first read outside
+ * such a region, where waiting could not tell anything, is only noted
+ * (RENDEZVOUS_OUTCOME_OUTSIDE); the sanitized builds do not arm it
+ * (RENDEZVOUS_OUTCOME_UNARMED), as the normal pass judges it. 8 s: a
+ * waiting thread sleeps, so the other one has a core even on a busy
+ * machine, and needs microseconds to reach its first tile. */
+enum {
+    RENDEZVOUS_OUTCOME_UNARMED, RENDEZVOUS_OUTCOME_MET,
+    RENDEZVOUS_OUTCOME_ALONE, RENDEZVOUS_OUTCOME_OUTSIDE
+};
+enum { RENDEZVOUS_MS = 8000 };
+typedef struct {
+    int64_t outcome;
+    int64_t held_omp_thread;    /* the thread held (-1: none) */
+    int64_t held_ms;            /* how long it was held */
+} rendezvous_note;
+
 /* A thread's CPU time before the update, noted by an OpenMP region of the
  * producer's own just before it (the runtime keeps the same threads for
  * the next region). */
