@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compute_rows.h"
 #include "counters.h"
 #include "harness.h"
 #include "kernels.h"
@@ -84,6 +85,7 @@ static void expect_comparison(const comparison_t *c, const char *what,
 typedef struct {
     int *times, *thread, *team;  /* one per row */
     size_t outside;              /* rows computed beyond the last */
+    int hold[2];                 /* the hold's outcome, how long it held */
 } row_log;
 
 /* DIR/{times,thread,team,outside}SUFFIX.bin, for `rows` rows. */
@@ -106,6 +108,8 @@ static row_log read_row_log(const char *dir, const char *suffix,
     harness_read_output(dir, name, log.team, sizeof *log.team, rows);
     snprintf(name, sizeof name, "outside%s", suffix);
     harness_read_output(dir, name, &log.outside, sizeof log.outside, 1);
+    snprintf(name, sizeof name, "hold%s", suffix);
+    harness_read_output(dir, name, log.hold, sizeof log.hold[0], 2);
     return log;
 }
 
@@ -167,6 +171,18 @@ static void expect_row_log(const row_log *log, size_t rows, int threads,
                           chunk, 2 * chunk - 1, todo);
         }
     }
+    /* The hold (compute_rows.h, armed by the producer on the largest
+     * products): one thread held inside compute_rows, and no other thread
+     * reached it. */
+    ck_assert_msg(log->hold[0] != ROW_LOG_HOLD_ALONE, "%s: the threads "
+                  "never computed rows at the same time. The tests held the "
+                  "first thread to call compute_rows inside it for %.1f s, "
+                  "and in that time no other thread called it: each waited "
+                  "for the one before it to finish. Hint: %s: the threads "
+                  "compute their rows side by side; a #pragma omp critical, "
+                  "ordered or single, or a lock, around the work makes them "
+                  "take turns (each row is written by one thread only: "
+                  "nothing needs one)", what, log->hold[1] / 1e3, todo);
 }
 
 /* ---- TODO 1: the row split ---------------------------------------------- */

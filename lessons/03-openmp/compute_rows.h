@@ -42,4 +42,24 @@ bool row_log_start(size_t rows);
  * parallel region. */
 size_t row_log_stop(int *times, int *thread, int *team);
 
+/* Side by side: threads that compute rows in turn (a critical section,
+ * ordered, a lock around the work) give every row its bits, each thread
+ * its share, and no time saved. While the log is on, after this call the
+ * first call of compute_rows made in a team of two or more threads waits
+ * inside, for at most `ms` milliseconds, until another thread's call
+ * begins; a thread that is held keeps whatever lock it took. Call it
+ * outside any parallel region, after row_log_start. */
+void row_log_hold_first(int ms);
+
+/* What the hold saw, once the region is over: ROW_LOG_HOLD_MET (another
+ * thread's call began), ROW_LOG_HOLD_ALONE (none did in time: *held_ms
+ * says how long it waited), ROW_LOG_HOLD_NO_TEAM (the first call came from
+ * a team of one, and was not held), or ROW_LOG_HOLD_OFF (not armed, or no
+ * call yet). Disarms it. */
+enum {
+    ROW_LOG_HOLD_OFF, ROW_LOG_HOLD_MET, ROW_LOG_HOLD_ALONE,
+    ROW_LOG_HOLD_NO_TEAM
+};
+int row_log_hold_outcome(int *held_ms);
+
 #endif

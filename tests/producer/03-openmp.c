@@ -113,10 +113,21 @@ static void start_row_log(size_t rows)
     }
 }
 
+/* Arms the hold for a product of `rows` rows on `threads` threads where
+ * every thread has rows (03-openmp.h's HOLD_MIN_ROWS). */
+static void arm_hold(size_t rows, int threads)
+{
+    if (threads >= 2 && rows >= HOLD_MIN_ROWS)
+        row_log_hold_first(HOLD_MS);
+}
+
 /* Stops the row log of `rows` rows and writes it, each name followed by
- * `suffix` ("" or "-K"). */
+ * `suffix` ("" or "-K"), with what the hold saw (hold: two ints, the
+ * outcome and how long it held, ROW_LOG_HOLD_OFF when not armed). */
 static void produce_row_log(size_t rows, const char *suffix)
 {
+    int hold[2];
+    hold[0] = row_log_hold_outcome(&hold[1]);
     int *times = producer_alloc(rows, sizeof *times, "row log");
     int *thread = producer_alloc(rows, sizeof *thread, "row log");
     int *team = producer_alloc(rows, sizeof *team, "row log");
@@ -130,6 +141,8 @@ static void produce_row_log(size_t rows, const char *suffix)
     produce(name, team, sizeof *team, rows);
     snprintf(name, sizeof name, "outside%s", suffix);
     produce(name, &outside, sizeof outside, 1);
+    snprintf(name, sizeof name, "hold%s", suffix);
+    produce(name, hold, sizeof hold[0], 2);
     free(times);
     free(thread);
     free(team);
@@ -145,6 +158,7 @@ static void run_rows(void)
     fill_nan(y, s->m);
     use_threads(threads);
     start_row_log(s->m);
+    arm_hold(s->m, threads);
 
     matvec_omp_rows(s->m, s->n, A, x, y);
 
@@ -180,6 +194,7 @@ static void run_triangular(void)
         double *y = producer_alloc(n, sizeof *y, "y");
         fill_nan(y, n);
         start_row_log(n);
+        arm_hold(n, threads);
 
         matvec_omp_triangular(n, L, x, y);
 

@@ -19,6 +19,14 @@ typedef struct {
     const char *why;  /* what the shape catches */
 } shape;
 
+/* The hold (compute_rows.h's row_log_hold_first): armed for the largest
+ * row shape and the largest triangular order, where every thread of any
+ * schedule has rows, on 2 or more threads. 2.5 s: a held thread sleeps,
+ * so another one has a core even on a busy machine, and needs well under
+ * a millisecond to reach its first row; the cases' limits leave room for
+ * a serialised product held that long. */
+enum { HOLD_MS = 2500, HOLD_MIN_ROWS = 257 };
+
 /* Shapes for the row split: `rows THREADS SHAPE` is one of these. */
 static const shape shapes[] = {
     { 1, 1, "one row for many threads" },
