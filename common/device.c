@@ -339,6 +339,33 @@ static void close_arena(void)
 
 static struct sigaction previous_segv, previous_bus;
 static bool handler_installed;
+
+/* The last host blocks device_host_free freed, so that a second free of
+ * one, or a touch of one (its memory is unmapped), says which block and
+ * where it was freed. Written under the lock; the fault handler reads it
+ * as it stands. */
+enum { FREED_HOST_BLOCKS = 64 };
+static struct freed_host_block {
+    uintptr_t start;
+    size_t bytes;
+    const char *allocated_in, *freed_in;
+} freed_host_blocks[FREED_HOST_BLOCKS];
+static _Atomic size_t freed_host_block_count;
+
+static const struct freed_host_block *freed_host_block_at(uintptr_t at,
+                                                          bool starts)
+{
+    size_t count = atomic_load(&freed_host_block_count);
+    size_t kept = count < FREED_HOST_BLOCKS ? count : FREED_HOST_BLOCKS;
+    for (size_t k = 1; k <= kept; k++) {   /* the latest first */
+        const struct freed_host_block *b =
+            &freed_host_blocks[(count - k) % FREED_HOST_BLOCKS];
+        if (starts ? at == b->start
+                   : at >= b->start && at - b->start < b->bytes)
+            return b;
+    }
+    return NULL;
+}
 static _Thread_local const char *code_here;  /* device_name_host_code */
 static _Thread_local char thread_mark;        /* its address: the thread */
 /* Copies up of at least a byte this thread has started. */
@@ -428,6 +455,29 @@ static void exit_on_device_touch(int signal_number, siginfo_t *info,
                                  void *context)
 {
     const uintptr_t at = (uintptr_t)info->si_addr;
+    const struct freed_host_block *freed = freed_host_block_at(at, false);
+    if (freed != NULL) {
+        const char *where = host_code_now();
+        char rank[32] = "", line[1024];
+        if (device.rank >= 0)
+            snprintf(rank, sizeof rank, "rank %d: ", device.rank);
+        int length = snprintf(line, sizeof line, "device: %s%s touched "
+                              "byte %zu of a host block of %zu bytes "
+                              "(device_host_alloc%s%s) that device_host_free "
+                              "freed%s%s: a block is used and freed once, "
+                              "at the end, by whoever owns it\n",
+                              rank, where != NULL ? where : "host code",
+                              (size_t)(at - freed->start), freed->bytes,
+                              freed->allocated_in ? ", in " : "",
+                              freed->allocated_in ? freed->allocated_in : "",
+                              freed->freed_in ? " in " : "",
+                              freed->freed_in ? freed->freed_in : "");
+        if (length > 0 && write(STDERR_FILENO, line,
+                                (size_t)length < sizeof line
+                                    ? (size_t)length : sizeof line - 1) < 0)
+            _exit(1);
+        _exit(1);
+    }
     if (!atomic_load(&arena_mapped) || at < (uintptr_t)arena.base ||
         at - (uintptr_t)arena.base >= arena.size) {
         signal_chain(signal_number == SIGBUS ? &previous_bus : &previous_segv,
@@ -972,16 +1022,57 @@ static void *host_block_kept(void *block, size_t bytes)
     return block;
 }
 
-static void host_block_dropped(const void *block)
+/* Takes a block off the live host blocks, onto the freed ones; false if
+ * it was not a live one. */
+static bool host_block_dropped(const void *block)
 {
+    bool live = false;
     lock();
     for (size_t k = 0; k < device.host_block_count; k++)
         if (device.host_blocks[k].start == (uintptr_t)block) {
+            size_t n = atomic_load(&freed_host_block_count);
+            freed_host_blocks[n % FREED_HOST_BLOCKS] =
+                (struct freed_host_block){ device.host_blocks[k].start,
+                                           device.host_blocks[k].bytes,
+                                           device.host_blocks[k].allocated_in,
+                                           host_code_now() };
+            atomic_store(&freed_host_block_count, n + 1);
             device.host_blocks[k] =
                 device.host_blocks[--device.host_block_count];
+            live = true;
             break;
         }
     unlock();
+    return live;
+}
+
+/* A block device_host_free was given that is no live host block: one it
+ * freed already stops the program with a line that says so. */
+static void check_not_freed_twice(const void *block)
+{
+    bool live = false;
+    lock();
+    for (size_t k = 0; k < device.host_block_count && !live; k++)
+        live = device.host_blocks[k].start == (uintptr_t)block;
+    unlock();
+    if (live)
+        return;
+    const struct freed_host_block *freed =
+        freed_host_block_at((uintptr_t)block, true);
+    if (freed == NULL)
+        return;
+    const char *now = host_code_now();
+    char why[768];
+    snprintf(why, sizeof why, "the host block at %p (%zu bytes, "
+             "device_host_alloc%s%s) was freed already%s%s; this is a "
+             "second device_host_free of it%s%s. A block is freed once, by "
+             "whoever owns it", block, freed->bytes,
+             freed->allocated_in ? " in " : "",
+             freed->allocated_in ? freed->allocated_in : "",
+             freed->freed_in ? ", in " : "",
+             freed->freed_in ? freed->freed_in : "", now ? ", in " : "",
+             now ? now : "");
+    device_check_failed("device_host_free", why);
 }
 
 /* A copy's host end against the host blocks: 0, or -1 with the line when
@@ -1094,6 +1185,7 @@ void device_host_free(void *block)
 {
     if (block == NULL)
         return;
+    check_not_freed_twice(block);
     if (device.cuda != NULL) {
         check_no_copy_touches("device_host_free", block,
                               device.cuda->host_block_bytes(block));
