@@ -3,6 +3,7 @@
  * allreduce and the average under mpirun, against sums computed here; and
  * training: P ranks with batch B must train the same model as 1 rank with
  * batch P*B, and the default task must be learnt. */
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -78,11 +79,16 @@ START_TEST(shard_case)
                       "expected %zu. Hint: TODO 1: the global batch of step "
                       "s starts at s*P*B; rank r's part at s*P*B + r*B; "
                       "wrap every index with %% dataset_size (a shard may "
-                      "cross the end of the data set partway through)",
+                      "cross the end of the data set partway through)%s",
                       shards[_i].step,
                       shards[_i].rank, shards[_i].ranks, batch,
                       shards[_i].dataset_size, shards[_i].why, k,
-                      (unsigned long long)indices[k], want);
+                      (unsigned long long)indices[k], want,
+                      first + batch > (size_t)INT_MAX
+                          ? "; here s*P*B + r*B passes 2^31, past what an "
+                            "int holds: compute it in size_t (a cast of "
+                            "step, before the products), not in int"
+                          : "");
     }
     ck_assert_msg(indices[batch] == (uint64_t)SIZE_MAX, "my_shard wrote past "
                   "its local_batch indices: indices[%zu] became %llu. Hint: "

@@ -63,7 +63,10 @@ static const char *const tile_hint =
     "one rounding each, every element of [begin, end) and no other";
 static const char *const update_hint =
     "TODO 2: tiles that cover [0, count) once each, each updated by "
-    "cpu_adam_tile (TODO 1, whose own tests say whether it is right)";
+    "cpu_adam_tile (TODO 1, whose own tests say whether it is right); if "
+    "your tile arithmetic is right, are a tile's bounds shared by the "
+    "threads (declared outside the parallel loop)? That is a data race, "
+    "and make tsan L=07 T=2 names its line";
 
 /* ---- The reference --------------------------------------------------------- */
 
@@ -167,7 +170,9 @@ static void expect_same_bits(const char *name, const void *expected,
     const char *why =
         last_bits ? " (they differ in the last bits only: the same "
                     "operations in another order or grouping, such as "
-                    "(1 - beta2) * (g * g) for (1 - beta2) * g * g, or some "
+                    "(1 - beta2) * (g * g) for (1 - beta2) * g * g, a "
+                    "division made a multiplication by the reciprocal, such "
+                    "as m * (1 / correction1) for m / correction1, or some "
                     "of them in double, such as sqrt for sqrtf or 1e-8 for "
                     "1e-8f, round differently)"
         : moment && have == 0 && want != 0
@@ -1094,7 +1099,9 @@ static void expect_delayed_weights(const char *out, int ranks,
     /* The test runs 1 rank before 2 (delayed_update): on more, the run
      * on 1 rank matched, and what differs is what crosses ranks. */
     ck_abort_msg("%s (--dpu %ld): %s. Hint: TODO 6: step s's update runs "
-                 "while step s+1 computes on the parameters of update s-1; "
+                 "while step s+1 computes on the parameters of update s-1, "
+                 "as step s: offload_adam_step(o, o->update_step), whose "
+                 "bias corrections count that step; "
                  "its parameters go up when step s+1's update begins, and "
                  "the last in offload_finish%s; the task's function "
                  "reads the context host_task_start was given (o itself, "
