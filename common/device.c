@@ -517,14 +517,8 @@ static void install_fault_handler(void)
 {
     if (handler_installed)
         return;
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_sigaction = exit_on_device_touch;
-    action.sa_flags = SA_SIGINFO;
-    sigemptyset(&action.sa_mask);
-    /* Linux says SIGSEGV for a page without access, macOS SIGBUS. */
-    if (sigaction(SIGSEGV, &action, &previous_segv) != 0 ||
-        sigaction(SIGBUS, &action, &previous_bus) != 0)
+    if (signal_chain_install(exit_on_device_touch, &previous_segv,
+                             &previous_bus) != 0)
         device_check_failed("device_open", "sigaction failed for the "
                             "arena's fault handler");
     handler_installed = true;

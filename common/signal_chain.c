@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "signal_chain.h"
 
+#include <string.h>
+
 void signal_chain(const struct sigaction *before, int signal_number,
                   siginfo_t *info, void *context)
 {
@@ -16,4 +18,19 @@ void signal_chain(const struct sigaction *before, int signal_number,
         return;
     }
     signal(signal_number, SIG_DFL);
+}
+
+int signal_chain_install(void (*handler)(int, siginfo_t *, void *),
+                         struct sigaction *before_segv,
+                         struct sigaction *before_bus)
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = handler;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGSEGV, &action, before_segv) != 0 ||
+        sigaction(SIGBUS, &action, before_bus) != 0)
+        return -1;
+    return 0;
 }

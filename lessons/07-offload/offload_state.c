@@ -452,13 +452,8 @@ static void install_page_handler(offload_state *o)
         return;
     long page = sysconf(_SC_PAGESIZE);
     page_bytes = page > 0 ? (size_t)page : 4096;
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_sigaction = watched_page_fault;
-    action.sa_flags = SA_SIGINFO;
-    sigemptyset(&action.sa_mask);
-    if (sigaction(SIGSEGV, &action, &previous_segv) != 0 ||
-        sigaction(SIGBUS, &action, &previous_bus) != 0)
+    if (signal_chain_install(watched_page_fault, &previous_segv,
+                             &previous_bus) != 0)
         offload_fail(o, "host_task_start: sigaction failed for the watch "
                         "of the master weights");
     handler_installed = true;

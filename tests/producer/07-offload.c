@@ -51,6 +51,7 @@
 #include "07-offload.h"
 #include "cpu_adam.h"
 #include "producer.h"
+#include "signal_chain.h"
 
 /* A case's buffers (07-offload.h): (room) elements each, 64-byte aligned. */
 static void *aligned_or_exit(size_t count, size_t size, const char *what)
@@ -297,19 +298,16 @@ static void open_guard(void)
 static void hold_first_reader(int signal_number, siginfo_t *info,
                               void *context)
 {
-    (void)context;
     const uintptr_t at = (uintptr_t)info->si_addr;
-    if (at < guard_begin || at >= guard_end ||
-        atomic_load(&guard_open)) {
-        /* Not ours (a fault of the student's code, or one that raced with
-         * the opening: retried, it passes): the fault's old handler,
-         * which the faulting instruction meets again on return. */
-        const struct sigaction *old = signal_number == SIGBUS
-                                          ? &previous_bus : &previous_segv;
-        if (at < guard_begin || at >= guard_end)
-            sigaction(signal_number, old, NULL);
+    if (at < guard_begin || at >= guard_end) {
+        /* Not ours: a fault of the student's code. */
+        signal_chain(signal_number == SIGBUS ? &previous_bus
+                                             : &previous_segv,
+                     signal_number, info, context);
         return;
     }
+    if (atomic_load(&guard_open))
+        return;  /* raced with the opening: retried, the read passes */
     const long me = (long)syscall(SYS_gettid);
     long none = 0;
     if (!atomic_compare_exchange_strong(&first_reader, &none, me)) {
@@ -353,14 +351,8 @@ static void arm_rendezvous(const bf16 *grads, size_t n)
     guard_end = ((uintptr_t)(grads + n)) / page * page;
     if (guard_end <= guard_begin)
         return;
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_sigaction = hold_first_reader;
-    action.sa_flags = SA_SIGINFO;
-    sigemptyset(&action.sa_mask);
-    /* Linux says SIGSEGV for a page without access, macOS SIGBUS. */
-    if (sigaction(SIGSEGV, &action, &previous_segv) != 0 ||
-        sigaction(SIGBUS, &action, &previous_bus) != 0 ||
+    if (signal_chain_install(hold_first_reader, &previous_segv,
+                             &previous_bus) != 0 ||
         mprotect((void *)guard_begin, guard_end - guard_begin,
                  PROT_NONE) != 0) {
         perror("producer: the gradients' guard");
