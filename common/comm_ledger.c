@@ -261,6 +261,9 @@ static size_t stageable_bytes(const void *buffer, int count,
     return (size_t)size * (size_t)count;
 }
 
+static void refuse_overlap_in_flight(const char *call, const void *buffer,
+                                     size_t bytes, int count);
+
 /* Before an MPI_Irecv into `buffer`: where MPI is to receive instead (a
  * staging buffer that starts as a copy of it, so that a shorter message
  * leaves the rest as it was) while `buffer` holds 0xff, or `buffer`
@@ -271,6 +274,7 @@ static void *stage_receive(void *buffer, int count, MPI_Datatype type,
     const size_t bytes = stageable_bytes(buffer, count, type);
     if (bytes == 0 || source == MPI_PROC_NULL)
         return buffer;
+    refuse_overlap_in_flight("MPI_Irecv", buffer, bytes, count);
     unsigned char *staging = malloc(bytes);
     if (staging == NULL)
         return buffer;
@@ -295,6 +299,7 @@ static void *stage_result(void *buffer, int count, MPI_Datatype type)
     const size_t bytes = stageable_bytes(buffer, count, type);
     if (bytes == 0)
         return buffer;
+    refuse_overlap_in_flight("MPI_Iallreduce", buffer, bytes, count);
     unsigned char *staging = malloc(bytes), *original = malloc(bytes);
     if (staging == NULL || original == NULL) {
         free(staging);
@@ -375,6 +380,44 @@ static open_request *open_requests;
 static size_t open_count, open_capacity;
 /* Whether the open requests hold a cpu device's memory open (opened). */
 static bool requests_hold_device;
+
+static void abort_after_message(void);
+
+/* Before a staged receive or result into [buffer, buffer + bytes): the
+ * buffer of a staged request still in flight that it overlaps stops the
+ * program. Two requests that may write the same bytes leave in them
+ * whichever completes last; with the buffers staged, the completions
+ * would copy in over each other, and the message would blame a write of
+ * the program's own. Most often a count or datatype too large, so that
+ * one slice's request runs into the next slice's. */
+static void refuse_overlap_in_flight(const char *call, const void *buffer,
+                                     size_t bytes, int count)
+{
+    const uintptr_t begin = (uintptr_t)buffer, end = begin + bytes;
+    for (size_t k = 0; k < open_count; k++) {
+        const staged_receive *other = &open_requests[k].kept.staged;
+        if (other->staging == NULL)
+            continue;
+        const uintptr_t other_begin = (uintptr_t)other->into,
+                        other_end = other_begin + other->bytes;
+        if (end <= other_begin || other_end <= begin)
+            continue;
+        fprintf(stderr, "comm ledger: rank %d: the buffer given to %s "
+                "(%zu bytes at %p: %d elements of %zu bytes) overlaps the "
+                "one of an %s still in flight (%zu bytes at %p): until a "
+                "request completes its buffer is MPI's, and two requests "
+                "may not write the same bytes. Is the count in elements of "
+                "the datatype, and the datatype the buffer's (MPI_FLOAT for "
+                "float: MPI_DOUBLE moves 8 bytes an element)? Does each "
+                "part start where the one before it ends?%s%s%s\n",
+                world_rank(), call, bytes, buffer, count,
+                count > 0 ? bytes / (size_t)count : 0,
+                ledger[open_requests[k].kind].name, other->bytes,
+                other->into, steps_current()[0] ? " (the rank was in " : "",
+                steps_current(), steps_current()[0] ? ")" : "");
+        abort_after_message();
+    }
+}
 
 /* Ends every rank, after this one's message on stderr. stderr is a pipe
  * that the launcher forwards, and MPI_Abort has the launcher kill every

@@ -2005,13 +2005,22 @@ bool harness_run_failure(const run_result *result, const char *what,
          * student's code ran is most often that code's earlier write out
          * of bounds, found only when given code uses the memory. */
         const bool in_given = step[0] != '\0' && strstr(step, "TODO") == NULL;
+        const bool touched = signal_number == SIGSEGV ||
+                             signal_number == SIGBUS;
         return said(why, size,
-                    "%s: rank %d crashed: %s (signal %d)%s%s%s%s", what, rank,
-                    name, signal_number, step[0] ? ", in " : "", step,
-                    signal_number == SIGSEGV || signal_number == SIGBUS
-                        ? ". It touched memory it does not own: an index "
-                          "past the end of a buffer, a count larger than "
-                          "the buffer, or a pointer never set"
+                    "%s: rank %d crashed: %s (signal %d)%s%s%s%s%s", what,
+                    rank, name, signal_number, step[0] ? ", in " : "", step,
+                    touched ? ". It touched memory it does not own: an index "
+                              "past the end of a buffer, a count larger than "
+                              "the buffer, or a pointer never set"
+                            : "",
+                    /* An MPI call reads and writes count elements of its
+                     * datatype: MPI_DOUBLE for floats, twice the bytes. */
+                    touched && strstr(step, "inside MPI_") != NULL
+                        ? ". It was inside an MPI call: its count is in "
+                          "elements of its datatype, and the datatype is "
+                          "the buffer's (MPI_FLOAT for float: MPI_DOUBLE "
+                          "moves 8 bytes an element)"
                         : "",
                     in_given ? ". That step is given code, which runs the "
                                "same for every correct program: most often "
