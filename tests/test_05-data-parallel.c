@@ -774,6 +774,9 @@ static void check_length(const char *out, const check_run *run, size_t count,
         /* The average divided by P once more. */
         bool looks_divided_twice = !run->ring && count > 0 && P > 1;
         bool looks_world = count > 0 && P != run->ranks;
+        /* The sum over MPI_COMM_WORLD, divided by comm's size. */
+        bool looks_world_over_P = !run->ring && count > 0 &&
+                                  P != run->ranks;
         /* The sum over comm, divided by the size of MPI_COMM_WORLD. */
         bool looks_world_size = !run->ring && count > 0 && P != run->ranks;
         /* Every element 0 where some should not be: scaled by 1 / P in
@@ -818,6 +821,10 @@ static void check_length(const char *out, const check_run *run, size_t count,
             looks_world = looks_world &&
                           fabs(got[k] - world_want) <=
                               gamma_float(run->ranks + 1) * world_magnitude;
+            looks_world_over_P = looks_world_over_P &&
+                                 fabs(got[k] - world / P) <=
+                                     gamma_float(run->ranks + 1) *
+                                         world_magnitude / P;
         }
         if (wrong > 0) {
             double magnitude;
@@ -849,6 +856,14 @@ static void check_length(const char *out, const check_run *run, size_t count,
                          run->ring ? "sum" : "average", run->ranks, P,
                          P == 1 ? "" : "s", function,
                          run->overlap ? "were" : "was", comm);
+            else if (looks_world_over_P)
+                snprintf(diagnosis, sizeof diagnosis, "every element is the "
+                         "sum over all %d ranks of MPI_COMM_WORLD divided by "
+                         "%d, the size of %s: the sums ran on "
+                         "MPI_COMM_WORLD. Every call takes %s, the "
+                         "communicator %s %s given, never MPI_COMM_WORLD",
+                         run->ranks, P, comm, comm, function,
+                         run->overlap ? "were" : "was");
             else if (looks_world_size)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "sum over the %d rank%s of %s divided by %d, the "
