@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include "device.h"
+#include "memory_ledger.h"
 #include "stack.h"
 #include "steps.h"
 #include "timer.h"
@@ -97,6 +98,12 @@ static call_kind inside;
 static double inside_since;
 static int depth;
 
+/* comm_ledger_watch_heap: the allocator's bytes at the outermost call's
+ * entry, and what the calls changed, added up (signed). */
+static bool heap_watched;
+static size_t heap_at_entry;
+static int64_t heap_inside_mpi;
+
 /* What enter last counted as received: opened() files it with the
  * request the call started, which enter's call is. */
 static uint64_t entered_received;
@@ -124,14 +131,20 @@ static void enter(call_kind kind, uint64_t sent, uint64_t received)
         check_frames((uintptr_t)__builtin_dwarf_cfa());
         inside = kind;
         inside_since = timer_now();
+        if (heap_watched)
+            heap_at_entry = memory_ledger_heap_in_use();
     }
 }
 
 /* The call has returned: its wall time goes to its kind. */
 static int leave(int result)
 {
-    if (--depth == 0)
+    if (--depth == 0) {
         ledger[inside].counts.seconds += timer_now() - inside_since;
+        if (heap_watched)
+            heap_inside_mpi += (int64_t)memory_ledger_heap_in_use() -
+                               (int64_t)heap_at_entry;
+    }
     steps_in_call(NULL);
     device_access_end();
     return result;
@@ -702,7 +715,7 @@ size_t comm_ledger_open_requests(const char **first_call)
     return open_count;
 }
 
-void comm_ledger_let_requests_finish(double seconds)
+static void let_requests_finish(double seconds)
 {
     const double until = timer_now() + seconds;
     for (;;) {
@@ -719,6 +732,16 @@ void comm_ledger_let_requests_finish(double seconds)
         const struct timespec pause = { 0, 100 * 1000 };
         nanosleep(&pause, NULL);
     }
+}
+
+void comm_ledger_let_requests_finish(double seconds)
+{
+    /* MPI's progress here is MPI's, for comm_ledger_watch_heap too. */
+    const size_t before = heap_watched ? memory_ledger_heap_in_use() : 0;
+    let_requests_finish(seconds);
+    if (heap_watched)
+        heap_inside_mpi += (int64_t)memory_ledger_heap_in_use() -
+                           (int64_t)before;
 }
 
 size_t comm_ledger_open_requests_of(const char *call, uint64_t *received)
@@ -1891,4 +1914,14 @@ void comm_ledger_write(FILE *out)
     size_t open = comm_ledger_open_requests(&first);
     fprintf(out, "requests_open %zu%s%s\n", open, first ? " " : "",
             first ? first : "");
+}
+
+void comm_ledger_watch_heap(bool on)
+{
+    heap_watched = on;
+}
+
+int64_t comm_ledger_heap_inside_mpi(void)
+{
+    return heap_inside_mpi;
 }
