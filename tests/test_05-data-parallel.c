@@ -85,9 +85,10 @@ START_TEST(shard_case)
                       shards[_i].dataset_size, shards[_i].why, k,
                       (unsigned long long)indices[k], want,
                       first + batch > (size_t)INT_MAX
-                          ? "; here s*P*B + r*B passes 2^31, past what an "
-                            "int holds: compute it in size_t (a cast of "
-                            "step, before the products), not in int"
+                          ? "; here s*P*B + r*B passes 2^31: if your "
+                            "code computes it in int, that overflows; "
+                            "compute it in size_t (a cast of step, before "
+                            "the products)"
                           : "");
     }
     ck_assert_msg(indices[batch] == (uint64_t)SIZE_MAX, "my_shard wrote past "
@@ -515,6 +516,8 @@ typedef enum {
                                data (a buffer of its own, left there) */
     SLIP_SUM_ELSEWHERE,     /* the reduce-scatter's sums never reach data
                                (MPI_Reduce_local's arguments swapped) */
+    SLIP_FORWARDS_RECEIVED, /* the reduce-scatter sends on what arrived,
+                               not the sum so far */
     SLIP_COUNT
 } ring_slip;
 
@@ -539,6 +542,10 @@ static const char *const slip_hints[SLIP_COUNT] = {
     "data: every chunk ends as one rank's own values. The sum goes "
     "somewhere else: MPI_Reduce_local(in, inout, ...) adds into its second "
     "argument, which must be the chunk in data (data[k] += received[k])",
+    "the result is what a ring gives whose reduce-scatter sends on the "
+    "chunk that arrived at the step before, as it arrived: at step s rank r "
+    "sends chunk (r - s) from data, where what arrived has been added to "
+    "its own values (the sum so far), not the receive buffer",
 };
 
 /* The same, short, for a result that more than one slip gives. */
@@ -554,6 +561,8 @@ static const char *const slip_names[SLIP_COUNT] = {
     "goes into its place)",
     "the reduce-scatter's sums never reach data (right: the chunk in data "
     "holds the sum; MPI_Reduce_local adds into its second argument)",
+    "the reduce-scatter sends on what arrived (right: chunk (r - s) from "
+    "data, the sum so far)",
 };
 
 /* Chunk c of `count` among P: the balanced partition (the first count mod
@@ -581,7 +590,7 @@ static int world_rank_of(const check_run *run, int rank, int r)
  * values. */
 static void simulate_ring(const check_run *run, int rank, int P,
                           size_t count, ring_slip slip, float *all,
-                          float *messages)
+                          float *messages, float *arrived)
 {
     for (int r = 0; r < P; r++)
         for (size_t k = 0; k < count; k++)
@@ -594,8 +603,13 @@ static void simulate_ring(const check_run *run, int rank, int P,
             for (int r = 0; r < P; r++) {
                 int send = ((old ? r - s : r + 1 - s) % P + P) % P;
                 chunk_of(count, P, send, &begin, &length);
+                /* The chunk sent at step s is the one that arrived at
+                 * step s - 1: the same chunk, the same length. */
+                const bool forwards = phase == 0 && s > 0 &&
+                                      slip == SLIP_FORWARDS_RECEIVED;
                 memcpy(&messages[(size_t)r * count],
-                       &all[(size_t)r * count + begin],
+                       forwards ? &arrived[(size_t)r * count]
+                                : &all[(size_t)r * count + begin],
                        length * sizeof *all);
             }
             for (int r = 0; r < P && !(phase == 1 &&
@@ -622,6 +636,8 @@ static void simulate_ring(const check_run *run, int rank, int P,
                                                        : count - begin;
                 bool add = phase == 0 ? slip != SLIP_OVERWRITES
                                       : slip == SLIP_GATHER_ADDS;
+                if (phase == 0)
+                    memcpy(&arrived[(size_t)r * count], in, n * sizeof *in);
                 for (size_t i = 0; i < n; i++)
                     into[i] = add ? into[i] + in[i] : in[i];
             }
@@ -650,12 +666,15 @@ static bool slip_that_gives(const char *out, const check_run *run, int P,
     double *got = malloc((count + 1) * sizeof *got);
     float *all = malloc((size_t)P * count * sizeof *all);
     float *messages = malloc((size_t)P * count * sizeof *messages);
-    ck_assert(got != NULL && all != NULL && messages != NULL);
+    float *arrived = malloc((size_t)P * count * sizeof *arrived);
+    ck_assert(got != NULL && all != NULL && messages != NULL &&
+              arrived != NULL);
     harness_read_doubles(out, name, rank, got, count + 1);
     bool matched[SLIP_COUNT];
     int matches = 0, found = 0;
     for (int slip = 0; slip < SLIP_COUNT; slip++) {
-        simulate_ring(run, rank, P, count, (ring_slip)slip, all, messages);
+        simulate_ring(run, rank, P, count, (ring_slip)slip, all, messages,
+                      arrived);
         bool same = true;
         for (size_t k = 0; same && k < count; k++)
             same = (float)got[k] == all[(size_t)comm_rank * count + k];
@@ -668,6 +687,7 @@ static bool slip_that_gives(const char *out, const check_run *run, int P,
     free(got);
     free(all);
     free(messages);
+    free(arrived);
     if (matches == 1)
         snprintf(hint, hint_size, "%s", slip_hints[found]);
     else if (matches > 1) {

@@ -763,9 +763,15 @@ START_TEST(threads_case)
             ck_abort_msg("%s: element %" PRIu64 " was handed over twice "
                          "(tile_done was called for [%" PRIu64 ", %" PRIu64
                          ") after a call whose tile ends at %" PRIu64 ": the "
-                         "same tile twice, or two that overlap). Hint: %s",
+                         "same tile twice, or two that overlap). Hint: %s%s",
                          what, tile->begin, tile->begin, tile->end,
-                         expected_begin, update_hint);
+                         expected_begin, update_hint,
+                         tile->begin == 0 && k > 0
+                             ? ". Tile 0 more than once: did every thread "
+                               "run the whole loop (#pragma omp parallel "
+                               "without for: each thread runs every "
+                               "iteration)?"
+                             : "");
         if (tile->begin > expected_begin)
             ck_abort_msg("%s: elements [%" PRIu64 ", %" PRIu64 ") are in no "
                          "tile (tile_done was never called for them). Hint: "
@@ -1101,9 +1107,10 @@ static void expect_delayed_weights(const char *out, int ranks,
     ck_abort_msg("%s (--dpu %ld): %s. Hint: TODO 6: step s's update runs "
                  "while step s+1 computes on the parameters of update s-1, "
                  "as step s: offload_adam_step(o, o->update_step), whose "
-                 "bias corrections count that step; "
-                 "its parameters go up when step s+1's update begins, and "
-                 "the last in offload_finish%s; the task's function "
+                 "bias corrections count that step; its parameters go up "
+                 "when step s+1's update begins, after host_task_wait says "
+                 "the task is done, and the last in offload_finish%s; the "
+                 "task's function "
                  "reads the context host_task_start was given (o itself, "
                  "if it casts it to offload_state *); step s+1's "
                  "gradients come down into the other set of host_grads "

@@ -547,8 +547,13 @@ void host_task_start(offload_state *o, host_task *task,
                      void (*run)(void *context), void *context)
 {
     if (task->running)
-        offload_fail(o, "host_task_start: the task is still running "
-                         "(wait for it first)");
+        offload_fail(o, "host_task_start: the task is still running: "
+                         "the last delayed update was never finished "
+                         "(TODO 6: start a task only after "
+                         "finish_delayed_update has waited for the one "
+                         "before, host_task_wait; it does so only when "
+                         "o->update_pending says an update is in flight: "
+                         "was it set when that task started?)");
     task->run = run;
     task->context = context;
     /* Before the thread exists: nothing else writes master meanwhile. */
