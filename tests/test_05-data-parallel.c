@@ -1005,6 +1005,34 @@ static void check_length(const char *out, const check_run *run, size_t count,
  * 2(N - floor(N/P)) floats, all by point-to-point calls (MPI_Sendrecv,
  * or MPI_Isend and MPI_Irecv: a ring however it is written), none by a
  * collective. */
+static void check_requests_completed(const char *report, int rank,
+                                     const check_run *run, size_t count)
+{
+    count_line line = read_count_line(report, count, rank);
+    ck_assert_msg(line.requests_open == 0, "length %zu: rank %d left %llu "
+                  "MPI request%s never completed. Hint: TODO %d: complete "
+                  "every request you start (MPI_Wait, MPI_Waitall) before "
+                  "your function returns; a test form (MPI_Test, "
+                  "MPI_Testall, ...) may say not yet, however soon the "
+                  "data came: test again until its flag says done, or "
+                  "wait", count, rank, line.requests_open,
+                  line.requests_open == 1 ? "" : "s", todo_of(run));
+}
+
+/* Every request completed in every length's calls, on every rank: before
+ * the results, which requests left open make wrong (and whose hint would
+ * then name a symptom). */
+static void check_all_completed(const char *out, const check_run *run,
+                                const size_t *list, int n)
+{
+    for (int rank = 0; rank < run->ranks; rank++) {
+        char *report = harness_read_report(out, rank);
+        for (int k = 0; k < n; k++)
+            check_requests_completed(report, rank, run, list[k]);
+        free(report);
+    }
+}
+
 static void check_calls(const char *report, int rank, const check_run *run,
                         size_t count)
 {
@@ -1012,11 +1040,7 @@ static void check_calls(const char *report, int rank, const check_run *run,
     group_of(run, rank, &first, &last);
     const unsigned long long P = (unsigned long long)(last - first + 1);
     count_line line = read_count_line(report, count, rank);
-    ck_assert_msg(line.requests_open == 0, "length %zu: rank %d left %llu "
-                  "MPI request%s never completed. Hint: TODO %d: complete "
-                  "every request you start (MPI_Wait, MPI_Waitall) before "
-                  "your function returns", count, rank, line.requests_open,
-                  line.requests_open == 1 ? "" : "s", todo_of(run));
+    check_requests_completed(report, rank, run, count);
     if (!run->ring)
         return;
     /* The calls first: a collective moves what its algorithm moves, not
@@ -1192,6 +1216,7 @@ static void check_run_of(const check_run *run, const char *counts,
     for (int k = 0; k < n; k++)
         if (list[k] <= 4096 && list[k] > slip_count)
             slip_count = list[k];
+    check_all_completed(out, run, list, n);
     for (int k = 0; k < n; k++)
         check_length(out, run, list[k], slip_count);
     overlap_seen overlap = { 0, 0 };
@@ -1273,6 +1298,8 @@ static void memory_bounded_on(int ranks)
      * here too. --repeat repeats the last length. */
     snprintf(counts, sizeof counts, "1003,%zu", count);
     run_result r = run_check(&run, counts, REPEATS, out);
+    const size_t lengths[] = { 1003, count };
+    check_all_completed(out, &run, lengths, 2);
     check_length(out, &run, 1003, 1003);
     check_length(out, &run, count, 1003);
     /* What the ring's calls were, before what the wire says of them (a
