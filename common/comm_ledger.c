@@ -12,7 +12,6 @@
 #include <mpi.h>
 
 #include "device.h"
-#include "memory_ledger.h"
 #include "stack.h"
 #include "steps.h"
 #include "timer.h"
@@ -98,12 +97,6 @@ static call_kind inside;
 static double inside_since;
 static int depth;
 
-/* comm_ledger_watch_heap: the allocator's bytes at the outermost call's
- * entry, and what the calls changed, added up (signed). */
-static bool heap_watched;
-static size_t heap_at_entry;
-static int64_t heap_inside_mpi;
-
 /* What enter last counted as received: opened() files it with the
  * request the call started, which enter's call is. */
 static uint64_t entered_received;
@@ -131,20 +124,14 @@ static void enter(call_kind kind, uint64_t sent, uint64_t received)
         check_frames((uintptr_t)__builtin_dwarf_cfa());
         inside = kind;
         inside_since = timer_now();
-        if (heap_watched)
-            heap_at_entry = memory_ledger_heap_in_use();
     }
 }
 
 /* The call has returned: its wall time goes to its kind. */
 static int leave(int result)
 {
-    if (--depth == 0) {
+    if (--depth == 0)
         ledger[inside].counts.seconds += timer_now() - inside_since;
-        if (heap_watched)
-            heap_inside_mpi += (int64_t)memory_ledger_heap_in_use() -
-                               (int64_t)heap_at_entry;
-    }
     steps_in_call(NULL);
     device_access_end();
     return result;
@@ -725,7 +712,7 @@ size_t comm_ledger_open_requests(const char **first_call)
     return open_count;
 }
 
-static void let_requests_finish(double seconds)
+void comm_ledger_let_requests_finish(double seconds)
 {
     const double until = timer_now() + seconds;
     for (;;) {
@@ -742,16 +729,6 @@ static void let_requests_finish(double seconds)
         const struct timespec pause = { 0, 100 * 1000 };
         nanosleep(&pause, NULL);
     }
-}
-
-void comm_ledger_let_requests_finish(double seconds)
-{
-    /* MPI's progress here is MPI's, for comm_ledger_watch_heap too. */
-    const size_t before = heap_watched ? memory_ledger_heap_in_use() : 0;
-    let_requests_finish(seconds);
-    if (heap_watched)
-        heap_inside_mpi += (int64_t)memory_ledger_heap_in_use() -
-                           (int64_t)before;
 }
 
 size_t comm_ledger_open_requests_of(const char *call, uint64_t *received)
@@ -1510,12 +1487,7 @@ int MPI_Request_free(MPI_Request *request)
  * was not written meanwhile), not at that wait. */
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
-    /* MPI's progress here is MPI's, for comm_ledger_watch_heap too. */
-    const size_t heap_before = heap_watched ? memory_ledger_heap_in_use() : 0;
     int result = PMPI_Request_get_status(request, flag, status);
-    if (heap_watched)
-        heap_inside_mpi += (int64_t)memory_ledger_heap_in_use() -
-                           (int64_t)heap_before;
     if (result != MPI_SUCCESS || !*flag || request == MPI_REQUEST_NULL)
         return result;
     /* Seen complete: a test that follows says so (defer_first_test). */
@@ -1976,14 +1948,4 @@ void comm_ledger_write(FILE *out)
     size_t open = comm_ledger_open_requests(&first);
     fprintf(out, "requests_open %zu%s%s\n", open, first ? " " : "",
             first ? first : "");
-}
-
-void comm_ledger_watch_heap(bool on)
-{
-    heap_watched = on;
-}
-
-int64_t comm_ledger_heap_inside_mpi(void)
-{
-    return heap_inside_mpi;
 }

@@ -73,7 +73,6 @@
 #ifndef ZZ_COMM_LEDGER_H
 #define ZZ_COMM_LEDGER_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -101,16 +100,6 @@ comm_counts comm_ledger_total(void);
 /* Back to zero: a driver resets after its own set-up communication. The
  * open requests are not forgotten: a request stays open until completed. */
 void comm_ledger_reset(void);
-
-/* While on, the ledger reads the allocator (memory_ledger_heap_in_use) as
- * each MPI call enters and returns, and adds up what the calls changed:
- * comm_ledger_heap_inside_mpi, signed. A check of a student's function
- * for leaks takes it away from the change over the calls, so that what
- * MPI keeps in its own lists is not the student's: what is left is what
- * the student's code allocated and never freed. Off by default (each
- * reading costs a walk of the allocator's bins). */
-void comm_ledger_watch_heap(bool on);
-int64_t comm_ledger_heap_inside_mpi(void);
 
 /* How many requests are open now; *first_call (when not NULL) names the
  * call that started the oldest of them ("MPI_Iallreduce"), or is NULL when

@@ -309,16 +309,6 @@ void memory_ledger_write(FILE *out)
         fprintf(out, "memory cap %zu\n", cap);
 }
 
-bool memory_ledger_heap_exact(void)
-{
-#if defined(ZZ_SANITIZER_ALLOCATOR) || defined(ZZ_MALLINFO2) || \
-    defined(__APPLE__)
-    return true;
-#else
-    return false;
-#endif
-}
-
 size_t memory_ledger_heap_in_use(void)
 {
 #if defined(ZZ_SANITIZER_ALLOCATOR)

@@ -148,9 +148,4 @@ void memory_ledger_write(FILE *out);
  * the resident set, which sees only memory that has been written. */
 size_t memory_ledger_heap_in_use(void);
 
-/* Whether memory_ledger_heap_in_use counts the bytes allocated, exactly
- * (glibc, the sanitizers, macOS), so that one small block never freed
- * shows; false where it reads the resident set, in pages. */
-bool memory_ledger_heap_exact(void);
-
 #endif

@@ -223,41 +223,20 @@ static void run_once(check_config *c, size_t count)
 /* `calls` more calls on `count` floats, after those of run_once: how much
  * more memory the process holds after them than before, however your code
  * allocated it (common/memory_ledger.h). Every call after the first needs
- * no new memory: what it allocates it can free, or keep for the next.
- * Also, for each half of the calls, that growth less what grew inside MPI
- * calls (the comm ledger's comm_ledger_heap_inside_mpi): what your own
- * code kept, which a block never freed, however small, makes grow in
- * both halves (where the count is exact, memory_ledger_heap_exact). */
+ * no new memory: what it allocates it can free, or keep for the next. */
 static void run_repeated(check_config *c, size_t count, int calls)
 {
     float *data = guarded_data(count, c->rank);
-    comm_ledger_watch_heap(true);
-    size_t before = memory_ledger_heap_in_use(), at_half = before;
-    int64_t inside_before = comm_ledger_heap_inside_mpi();
-    int64_t inside_at_half = inside_before, own[2];
+    size_t before = memory_ledger_heap_in_use();
     for (int k = 0; k < calls; k++) {
-        if (k == calls / 2) {
-            at_half = memory_ledger_heap_in_use();
-            inside_at_half = comm_ledger_heap_inside_mpi();
-        }
         ring_data_fill(data, count, c->seed, c->rank);
         data[count] = guard;
         call_student(c, data, count);
     }
     size_t after = memory_ledger_heap_in_use();
-    own[0] = (int64_t)at_half - (int64_t)before -
-             (inside_at_half - inside_before);
-    own[1] = (int64_t)after - (int64_t)at_half -
-             (comm_ledger_heap_inside_mpi() - inside_at_half);
-    comm_ledger_watch_heap(false);
     if (c->report != NULL)
-        fprintf(c->report, "repeat %d count %zu heap_growth %zu\n"
-                "repeat %d count %zu own_growth %lld %lld\n"
-                "heap_exact %d\n", calls, count,
-                after > before ? after - before : 0, calls, count,
-                own[0] > 0 ? (long long)own[0] : 0,
-                own[1] > 0 ? (long long)own[1] : 0,
-                memory_ledger_heap_exact() ? 1 : 0);
+        fprintf(c->report, "repeat %d count %zu heap_growth %zu\n", calls,
+                count, after > before ? after - before : 0);
     free_guarded(data);
 }
 
