@@ -401,28 +401,24 @@ static void refuse_overlap_in_flight(const char *call, const void *buffer,
             continue;
         const uintptr_t other_begin = (uintptr_t)other->into,
                         other_end = other_begin + other->bytes;
-        if (end <= other_begin || other_end <= begin)
+        /* The same buffer again (a request on it left open, or its
+         * handle overwritten) is left to the count of requests never
+         * completed, which names the cause; only a buffer that runs into
+         * another's is refused here. */
+        if (end <= other_begin || other_end <= begin || other_begin == begin)
             continue;
-        const bool same = other_begin == begin;
         fprintf(stderr, "comm ledger: rank %d: the buffer given to %s "
                 "(%zu bytes at %p: %d elements of %zu bytes) overlaps the "
                 "one of an %s still in flight (%zu bytes at %p): until a "
                 "request completes its buffer is MPI's, and two requests "
-                "may not write the same bytes. %s%s%s%s\n",
+                "may not write the same bytes. Is the count in elements "
+                "of the datatype, and the datatype the buffer's (MPI_FLOAT "
+                "for float: MPI_DOUBLE moves 8 bytes an element)? Does each "
+                "part start where the one before it ends?%s%s%s\n",
                 world_rank(), call, bytes, buffer, count,
                 count > 0 ? bytes / (size_t)count : 0,
                 ledger[open_requests[k].kind].name, other->bytes,
-                other->into,
-                same ? "The same buffer: was the request started on it "
-                       "before completed (MPI_Wait or MPI_Waitall, or a "
-                       "test form until its flag says done: a test may "
-                       "say not yet)? Does each start keep its request in "
-                       "an element of its own?"
-                     : "Is the count in elements of the datatype, and the "
-                       "datatype the buffer's (MPI_FLOAT for float: "
-                       "MPI_DOUBLE moves 8 bytes an element)? Does each "
-                       "part start where the one before it ends?",
-                steps_current()[0] ? " (the rank was in " : "",
+                other->into, steps_current()[0] ? " (the rank was in " : "",
                 steps_current(), steps_current()[0] ? ")" : "");
         abort_after_message();
     }
