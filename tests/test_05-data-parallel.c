@@ -998,13 +998,7 @@ static void check_length(const char *out, const check_run *run, size_t count,
     free(leader[1]);
 }
 
-/* What a rank's calls for one length left behind: every request it
- * started completed, and, for the ring, the bytes a ring moves: rank r
- * sends every chunk but one in each phase, (P-1)/P of the data twice, up
- * to the rounding of uneven chunks: between 2(N - ceil(N/P)) and
- * 2(N - floor(N/P)) floats, all by point-to-point calls (MPI_Sendrecv,
- * or MPI_Isend and MPI_Irecv: a ring however it is written), none by a
- * collective. */
+/* Every request a rank's calls for one length started, completed. */
 static void check_requests_completed(const char *report, int rank,
                                      const check_run *run, size_t count)
 {
@@ -1033,6 +1027,13 @@ static void check_all_completed(const char *out, const check_run *run,
     }
 }
 
+/* What a rank's calls for one length moved (every request completed is
+ * checked before, check_all_completed): for the ring, the bytes a ring
+ * moves: rank r sends every chunk but one in each phase, (P-1)/P of
+ * the data twice, up to the rounding of uneven chunks: between 2(N - ceil(N/P)) and
+ * 2(N - floor(N/P)) floats, all by point-to-point calls (MPI_Sendrecv,
+ * or MPI_Isend and MPI_Irecv: a ring however it is written), none by a
+ * collective. */
 static void check_calls(const char *report, int rank, const check_run *run,
                         size_t count)
 {
@@ -1040,7 +1041,6 @@ static void check_calls(const char *report, int rank, const check_run *run,
     group_of(run, rank, &first, &last);
     const unsigned long long P = (unsigned long long)(last - first + 1);
     count_line line = read_count_line(report, count, rank);
-    check_requests_completed(report, rank, run, count);
     if (!run->ring)
         return;
     /* The calls first: a collective moves what its algorithm moves, not
