@@ -176,7 +176,9 @@ if [ ${#packages[@]} -eq 0 ]; then
     exit 1
 fi
 case "$manager" in
-    apt-get) command=(apt-get install -y --no-install-recommends "${packages[@]}") ;;
+    # Another install running (a second terminal, a desktop's updater) holds
+    # dpkg's lock: wait for it rather than fail at once.
+    apt-get) command=(apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${packages[@]}") ;;
     dnf) command=(dnf install -y "${packages[@]}") ;;
     brew) command=(brew install "${packages[@]}") ;;
 esac
@@ -190,11 +192,11 @@ if [ "$manager" = brew ]; then
 elif [ "$(id -u)" -eq 0 ]; then
     if [ "$manager" = apt-get ]; then
         export DEBIAN_FRONTEND=noninteractive
-        run apt-get update -qq
+        run apt-get -o DPkg::Lock::Timeout=600 update -qq
     fi
     run "${command[@]}"
 elif have sudo && sudo -n true 2>/dev/null; then
-    [ "$manager" = apt-get ] && run sudo apt-get update -qq
+    [ "$manager" = apt-get ] && run sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
     run sudo "${command[@]}"
 else
     echo "install-deps: installing needs root. Run this, then try again:" >&2

@@ -2012,7 +2012,8 @@ bool harness_run_failure(const run_result *result, const char *what,
                     rank, name, signal_number, step[0] ? ", in " : "", step,
                     touched ? ". It touched memory it does not own: an index "
                               "past the end of a buffer, a count larger than "
-                              "the buffer, or a pointer never set"
+                              "the buffer (one kept from an earlier, smaller "
+                              "call included), or a pointer never set"
                             : "",
                     /* An MPI call reads and writes count elements of its
                      * datatype: MPI_DOUBLE for floats, twice the bytes. */
