@@ -73,6 +73,7 @@
 #ifndef ZZ_COMM_LEDGER_H
 #define ZZ_COMM_LEDGER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,6 +101,18 @@ comm_counts comm_ledger_total(void);
 /* Back to zero: a driver resets after its own set-up communication. The
  * open requests are not forgotten: a request stays open until completed. */
 void comm_ledger_reset(void);
+
+/* Whether this rank is inside an MPI call now (one of the ledger's): given
+ * code that counts what a student's code allocates leaves out what MPI
+ * allocates for itself. It allocates nothing, and may be called from
+ * inside malloc. */
+bool comm_ledger_inside_call(void);
+
+/* How many receives this rank posted with source MPI_ANY_SOURCE since it
+ * started (MPI_Recv, MPI_Irecv and the send-receive forms): given code
+ * tells a ring that names its previous rank from one whose first rank's
+ * (rank - 1) % P is -1, which is MPI_ANY_SOURCE in Open MPI. */
+uint64_t comm_ledger_any_source_receives(void);
 
 /* How many requests are open now; *first_call (when not NULL) names the
  * call that started the oldest of them ("MPI_Iallreduce"), or is NULL when

@@ -36,6 +36,7 @@
 #include "report.h"
 #include "ring_data.h"
 #include "steps.h"
+#include "thread_heap.h"
 #include "timer.h"
 
 /* The float after the data: no sum of ring_data.h's values comes near it,
@@ -222,21 +223,37 @@ static void run_once(check_config *c, size_t count)
 
 /* `calls` more calls on `count` floats, after those of run_once: how much
  * more memory the process holds after them than before, however your code
- * allocated it (common/memory_ledger.h). Every call after the first needs
- * no new memory: what it allocates it can free, or keep for the next. */
+ * allocated it (common/memory_ledger.h), and how many of the calls left
+ * more allocated by this thread outside MPI calls than they found
+ * (thread_heap.h), with the bytes. Every call after the first needs no
+ * new memory: what it allocates it can free, or keep for the next. */
 static void run_repeated(check_config *c, size_t count, int calls)
 {
     float *data = guarded_data(count, c->rank);
     size_t before = memory_ledger_heap_in_use();
+    int calls_kept = 0;
+    long long kept = 0;
     for (int k = 0; k < calls; k++) {
         ring_data_fill(data, count, c->seed, c->rank);
         data[count] = guard;
+        thread_heap_begin(comm_ledger_inside_call);
         call_student(c, data, count);
+        long long kept_now = thread_heap_end();
+        if (kept < 0 || kept_now < 0) {
+            kept = -1; /* too many blocks to note: no count */
+            continue;
+        }
+        calls_kept += kept_now > kept;
+        kept = kept_now;
     }
     size_t after = memory_ledger_heap_in_use();
-    if (c->report != NULL)
+    if (c->report != NULL) {
         fprintf(c->report, "repeat %d count %zu heap_growth %zu\n", calls,
                 count, after > before ? after - before : 0);
+        if (thread_heap_available() && kept >= 0)
+            fprintf(c->report, "repeat %d count %zu calls_kept_bytes_kept "
+                    "%d %lld\n", calls, count, calls_kept, kept);
+    }
     free_guarded(data);
 }
 
@@ -318,6 +335,12 @@ int main(int argc, char **argv)
                 (unsigned long long)c.traffic.calls,
                 (unsigned long long)c.traffic.bytes_sent,
                 (unsigned long long)c.traffic.bytes_received);
+    /* Receives from any rank, where your code posted some (in a ring, a
+     * previous rank of (rank - 1) % P on rank 0 is -1: MPI_ANY_SOURCE in
+     * Open MPI). */
+    if (c.report != NULL && comm_ledger_any_source_receives() > 0)
+        fprintf(c.report, "any_source_receives %llu\n",
+                (unsigned long long)comm_ledger_any_source_receives());
     if (c.report != NULL && fclose(c.report) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
     if (c.rank == 0)
