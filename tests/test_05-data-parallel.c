@@ -476,6 +476,23 @@ static double exact_sum(int first, int last, size_t k, double *magnitude)
     return sum;
 }
 
+/* Element k of the sum over ranks first..last with each float's bits
+ * added as a 32-bit integer (wrapping), read back as a float: what an
+ * MPI_SUM over MPI_INT makes of float data. */
+static float integer_sum_of_bits(int first, int last, size_t k)
+{
+    uint32_t sum = 0;
+    for (int r = first; r <= last; r++) {
+        const float x = (float)ring_data_value(SEED, r, k);
+        uint32_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        sum += bits;
+    }
+    float as_float;
+    memcpy(&as_float, &sum, sizeof as_float);
+    return as_float;
+}
+
 /* gamma_n = n u / (1 - n u) for floats, u = 2^-24 (Higham, Lemma 3.1). */
 static double gamma_float(int n)
 {
@@ -807,6 +824,10 @@ static void check_length(const char *out, const check_run *run, size_t count,
          * staged receives); a sum with it keeps it, and ring_check's
          * widening to double keeps it too (back to float, the same bits). */
         size_t unreceived = 0;
+        /* Wrong elements that are the floats' bits summed as integers
+         * (then divided by P, for the average: by (float)P or times its
+         * reciprocal, two roundings apart at most; or not finite alike). */
+        size_t summed_as_int = 0;
         for (size_t k = 0; k < count; k++) {
             const float narrow = (float)got[k];
             uint32_t bits;
@@ -818,6 +839,13 @@ static void check_length(const char *out, const check_run *run, size_t count,
             if (!(fabs(got[k] - want) <= bound_factor * magnitude)) {
                 if (wrong++ == 0)
                     first_wrong = k;
+                const double as_int =
+                    (double)integer_sum_of_bits(first, last, k) /
+                    (run->ring ? 1 : P);
+                summed_as_int += isfinite(as_int)
+                                     ? fabs(got[k] - as_int) <=
+                                           0x1.0p-21 * fabs(as_int)
+                                     : !isfinite(got[k]);
                 wrong_summed += fabs(got[k] - exact) <=
                                 gamma_float(P + 1) * magnitude + 1e-30;
                 if (k >= (size_t)P * (count / (size_t)P))
@@ -867,6 +895,12 @@ static void check_length(const char *out, const check_run *run, size_t count,
                          unreceived == 1 ? " is" : "s are");
             else if (datatype != NULL)
                 snprintf(diagnosis, sizeof diagnosis, "%s", datatype);
+            else if (summed_as_int == wrong)
+                snprintf(diagnosis, sizeof diagnosis, "every wrong element "
+                         "is what adding the floats' bit patterns as "
+                         "integers gives: a sum over MPI_INT? The datatype "
+                         "of every call is the buffer's, MPI_FLOAT for "
+                         "float");
             else if (looks_world)
                 snprintf(diagnosis, sizeof diagnosis, "every element is the "
                          "%s over all %d ranks of MPI_COMM_WORLD, not over "

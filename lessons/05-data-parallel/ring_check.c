@@ -41,7 +41,7 @@
 
 /* The float after the data: no sum of ring_data.h's values comes near it,
  * so your code writing past the end shows. FRONT_GUARD more before it, for
- * writing before the start: checked right after your call, before
+ * writing before the start: both checked right after your call, before
  * anything else touches the heap that such writes would corrupt. */
 static const float guard = 12345.0f;
 enum { FRONT_GUARD = 16 };
@@ -111,9 +111,27 @@ static void free_guarded(float *data)
     ledger_free(data - FRONT_GUARD);
 }
 
-/* Stops every rank when your code wrote before data[0]. */
-static void check_front_guard(const check_config *c, const float *data)
+/* Stops every rank when your code wrote before data[0] or past
+ * data[count - 1]: at once, before a heap broken by the write is met
+ * somewhere else. */
+static void check_guards(const check_config *c, const float *data,
+                         size_t count)
 {
+    if (memcmp(&data[count], &guard, sizeof guard) != 0) {
+        char after[64] = "the float at data[0] (of 0 floats)";
+        if (count > 0)
+            snprintf(after, sizeof after, "the float after data[%zu]",
+                     count - 1);
+        fprintf(stderr, "ring_check: rank %d: your code wrote past the end "
+                "of its data: %s became %.9g. Hint: "
+                "TODO %d: touch only data[0] to data[count-1]; an MPI "
+                "call's count is in elements of its datatype, and the "
+                "datatype is the buffer's (MPI_FLOAT for float: MPI_DOUBLE "
+                "moves 8 bytes an element)\n", c->rank, after,
+                (double)data[count],
+                c->ring ? 3 : c->overlap ? 4 : 2);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     for (int k = 1; k <= FRONT_GUARD; k++)
         if (memcmp(&data[-k], &guard, sizeof guard) != 0) {
             fprintf(stderr, "ring_check: rank %d: your code wrote before "
@@ -160,7 +178,7 @@ static void call_student(check_config *c, float *data, size_t count)
         average_gradients(data, count, c->comm);
     }
     steps_enter("report");
-    check_front_guard(c, data);
+    check_guards(c, data, count);
     comm_counts after = comm_ledger_total();
     c->traffic.calls += after.calls - before.calls;
     c->traffic.bytes_sent += after.bytes_sent - before.bytes_sent;
