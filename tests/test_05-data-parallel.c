@@ -1422,6 +1422,19 @@ static const char *method_hint(const char *allreduce)
     return "TODO 2: average_gradients leaves the average: the sum, divided by P once";
 }
 
+/* When a request was left open. */
+static const char *open_request_hint(const char *allreduce)
+{
+    if (strcmp(allreduce, "ring") == 0)
+        return "TODO 3: complete every request ring_allreduce starts, the "
+               "sends' as well as the receives' (MPI_Waitall on both), "
+               "before it returns";
+    if (strcmp(allreduce, "overlap") == 0)
+        return method_hint(allreduce);
+    return "TODO 2: complete every request average_gradients starts "
+           "before it returns (or use the blocking MPI_Allreduce)";
+}
+
 /* When the wire and the calls' count disagree. */
 static const char *wire_hint(const char *allreduce)
 {
@@ -1484,7 +1497,7 @@ static trained train_on_ranks(int ranks, int local_batch,
                       "completed (the oldest started by %s): until a request "
                       "completes, its data may not have arrived. Hint: %s",
                       what, rank, open, open == 1 ? "" : "s", call,
-                      method_hint(allreduce));
+                      open_request_hint(allreduce));
     }
     /* What the kernel saw cross, against what the ranks' calls counted;
      * and for the ring, who sent to whom. */
