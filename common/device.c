@@ -1187,9 +1187,16 @@ void device_host_free(void *block)
         device.cuda->host_free(block);
         return;
     }
-    if (!memory_category_is_host(ledger_block_category(block)))
-        device_check_failed("device_host_free", "a block of device memory: "
-                            "free it with device_free");
+    if (!memory_category_is_host(ledger_block_category(block))) {
+        const char *now = host_code_now();
+        char why[512];
+        snprintf(why, sizeof why, "a block of device memory (%zu bytes, "
+                 "%s)%s%s: free it with device_free",
+                 ledger_block_bytes(block),
+                 memory_category_name(ledger_block_category(block)),
+                 now ? ", in " : "", now ? now : "");
+        device_check_failed("device_host_free", why);
+    }
     check_no_copy_touches("device_host_free", block,
                           ledger_block_bytes(block));
     host_block_dropped(block);

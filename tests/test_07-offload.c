@@ -1530,8 +1530,10 @@ static void expect_copies_up_overlap(const char *report, int rank,
                   "computed. Hint: TODO 5: start each tile's copy up as the tile "
                   "is done (send_tile_up) and wait for them after "
                   "cpu_adam_update returns, so that they travel while the "
-                  "CPU Adam computes the other tiles", what, rank, at_once,
-                  copies);
+                  "CPU Adam computes the other tiles (if the cpu_adam tests "
+                  "fail, TODO 2 first: a tile_done called after the whole "
+                  "update, not right after each tile, shows here too)",
+                  what, rank, at_once, copies);
 }
 
 /* The copies down hide behind backward, as observed by the device layer

@@ -94,19 +94,30 @@ static void check_host_placement(const offload_state *o)
                                                 "set of gradients)" },
     };
     const size_t count = sizeof host / sizeof host[0] - (o->delay_from < 0);
-    char why[448];
+    char why[560];
     for (size_t k = 0; k < count && own > 0; k++) {
         if (device_host_block_of(host[k].start, host[k].bytes) != NULL)
             continue;
         const bool partly = device_host_block_of(host[k].start, 1) != NULL;
+        const void *arena;
+        size_t arena_bytes;
+        device_arena_range(&arena, &arena_bytes);
+        const uintptr_t at = (uintptr_t)host[k].start;
+        const char *where =
+            partly ? "in a host block too small for it (it runs past the "
+                     "block's end)"
+            : host[k].start == NULL ? "NULL, never allocated"
+            : at >= (uintptr_t)arena && at - (uintptr_t)arena < arena_bytes
+                ? "in device memory"
+                : "outside every block of device_host_alloc (memory of "
+                  "malloc or calloc is not one: the device copies to and "
+                  "from those blocks only)";
         snprintf(why, sizeof why, "offload_allocate (TODO 3) left %s %s: it "
                  "lives on the host (the CPU Adam reads and writes it "
                  "there), S = %zu elements in a block of device_host_alloc "
                  "(MEMORY_HOST_OPTIMIZER for the optimizer's state, "
                  "MEMORY_HOST_STAGING for what is copied)", host[k].what,
-                 partly ? "in a host block too small for it (it runs past "
-                          "the block's end)"
-                        : "outside host memory", own);
+                 where, own);
         offload_fail(o, why);
     }
     for (size_t a = 0; a < count && own > 0; a++)
@@ -579,7 +590,12 @@ void host_task_start(offload_state *o, host_task *task,
 void host_task_wait(offload_state *o, host_task *task)
 {
     if (!task->running)
-        offload_fail(o, "host_task_wait: no task is running");
+        offload_fail(o, "host_task_wait: no task is running: it was "
+                     "waited for already, or never started. Hint: TODO 6: "
+                     "each task host_task_start starts is waited for once, "
+                     "in finish_delayed_update before its parameters go up "
+                     "(a wait right after the start leaves nothing to wait "
+                     "for there, and nothing overlapped)");
     const double start = timer_now();
     if (pthread_join(task->thread, NULL) != 0)
         offload_fail(o, "host_task_wait: the thread could not be joined");
