@@ -466,8 +466,16 @@ int main(int argc, char **argv)
                        g[FUSED] / g[TORCH], g[FUSED] / g[TORCH_BF16]);
             else
                 printf("PyTorch: %s", why);
-            printf("; fused at %.0f%% of the stream's bandwidth\n",
-                   100 * g[FUSED] / g[STREAM]);
+            /* The stream is what the memory gives (a[i] += b[i]), and
+             * the fused step's bytes cannot move faster: well over 100%
+             * means the stream's own run was slowed, by other load on a
+             * shared machine. */
+            printf("; fused at %.0f%% of the stream's bandwidth%s\n",
+                   100 * g[FUSED] / g[STREAM],
+                   g[FUSED] > 1.1 * g[STREAM]
+                       ? " (over 100%: the stream's run was slowed by "
+                         "other load; run again on a quiet machine)"
+                       : "");
         }
         printf("\n");
     }
