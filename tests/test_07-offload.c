@@ -1448,6 +1448,19 @@ static void expect_traffic(const char *report, const training_reference *ref,
     unsigned long long up = report_value(report, rank, "to_device");
     /* Fewer bytes than the slice: a part left behind, most often a count
      * of elements where the copy takes bytes. */
+    /* The bytes missing up are the bytes too many down: a copy meant to
+     * go up went down (its function, or its two ends, the wrong way). */
+    if (down > want && up < want && down - want == want - up) {
+        note_failure(failures, "rank %d copied %llu bytes down and %llu up "
+                     "in %d steps, expected %llu each way: %llu bytes that "
+                     "should have gone up went down. Hint: TODO%s: the new "
+                     "parameters go up with device_copy_to_device (or its "
+                     "_async form), device destination first, host source "
+                     "second; device_copy_to_host copies the other way",
+                     rank, down, up, steps, want, want - up,
+                     delayed ? "s 5-6" : " 5");
+        return;
+    }
     const char *whole = "every layer's own part whole, each step (a copy's "
                         "count is in bytes: elements times sizeof(bf16))";
     if (down != want)
