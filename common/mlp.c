@@ -21,7 +21,7 @@
 
 #include "device.h"
 
-#include "matmul.h"
+#include "layer_split.h"
 #include "memory_ledger.h"
 #include "rng.h"
 
@@ -420,10 +420,9 @@ static void forward(mlp *model, int l, const float *layer_params)
     const float *bias = layer_params + out * (size_t)layer->in;
     float *pre, *post;
     layer_outputs(model, l, &pre, &post);
-    for (size_t b = 0; b < batch; b++)
-        memcpy(&pre[b * out], bias, out * sizeof(float));
-    matmul_abt(batch, out, (size_t)layer->in, layer_input(model, l), weights,
-               pre, 1);
+    /* The whole layer is the column split with every row. */
+    layer_columns_forward(batch, (size_t)layer->in, out,
+                          layer_input(model, l), weights, bias, pre);
     if (l < model->layer_count - 1)
         activate(model->config.activation, pre, post, batch * out);
     model->forward_done = l + 1;
@@ -515,20 +514,16 @@ static void backward(mlp *model, int l, const float *layer_params,
     const size_t batch = model->batch;
     const float *gradient_out = output_gradient(model, l); /* (batch, out) */
     /* In the forward pass this was pre = in · W^T + b, so dW = dout^T ·
-     * in, db = column sums of dout, and din = dout · W. */
-    matmul_atb(out, width_in, batch, gradient_out, layer_input(model, l),
-               layer_grads, 0);
-    float *bias_gradient = layer_grads + out * width_in;
-    memset(bias_gradient, 0, out * sizeof(float));
-    for (size_t b = 0; b < batch; b++)
-        for (size_t j = 0; j < out; j++)
-            bias_gradient[j] += gradient_out[b * out + j];
+     * in, db = column sums of dout, and din = dout · W; layer 0's din
+     * nobody needs. */
+    float *gradient_in = l > 0 ? output_gradient(model, l - 1) /* (batch, in) */
+                               : NULL;
+    layer_columns_backward(batch, width_in, out, layer_input(model, l),
+                           layer_params, gradient_out, layer_grads,
+                           layer_grads + out * width_in, gradient_in);
     model->backward_next = l - 1;
     if (l == 0)
-        return; /* nobody needs the gradient at the inputs */
-    float *gradient_in = output_gradient(model, l - 1); /* (batch, in) */
-    matmul_ab(batch, width_in, out, gradient_out, layer_params, gradient_in,
-              0);
+        return;
     /* The input was activation(pre) of layer l - 1. */
     float *pre, *post;
     layer_outputs(model, l - 1, &pre, &post);

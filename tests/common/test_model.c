@@ -1,6 +1,6 @@
-/* Unit tests of the model library (common/): matmul.h, mlp.h (whole steps
- * and one layer at a time, fp32 and bf16), optimizer.h, dataset.h and
- * progress.h, each checked against a reference written
+/* Unit tests of the model library (common/): matmul.h, layer_split.h,
+ * mlp.h (whole steps and one layer at a time, fp32 and bf16), optimizer.h,
+ * dataset.h and progress.h, each checked against a reference written
  * differently (plain loops in double) with a stated tolerance. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "layer_split.h"
+#include "partition.h"
 #include "bf16.h"
 #include "compare.h"
 #include "dataset.h"
@@ -1255,6 +1257,169 @@ START_TEST(mlp_bf16_layers_against_double_reference)
 }
 END_TEST
 
+
+/* ---- layer_split.h: a layer on a part of its rows or of its columns ---- */
+
+/* Fills count floats uniform in [-1, 1) from `seed`. */
+static void fill_uniform(float *data, size_t count, uint64_t seed)
+{
+    rng_t state = rng_seeded(seed);
+    for (size_t k = 0; k < count; k++)
+        data[k] = (float)(2.0 * rng_next_uniform(&state) - 1.0);
+}
+
+/* A layer's shapes that no tile of matmul.h divides, and splits among
+ * t = 1..5 parts with the toolkit's balanced partition, one part empty at
+ * t = 5 > out for the narrow layer. */
+static const size_t split_shapes[][3] = { /* batch, in, out */
+    { 7, 13, 11 }, { 1, 5, 3 }, { 33, 70, 4 }
+};
+
+/* Column split: each part's columns of pre, its rows of dW and its db are
+ * the whole layer's, bit for bit (every element is the same sum over the
+ * same k in the same order, matmul.h); the gradient at the input is a sum
+ * over the parts of their shares, in part order, against the same sum in
+ * double: each element is sum over j of dpre[s, j] w[j, i], every path
+ * through the parts' sums and their sum has at most out + t roundings, so
+ * the error is at most gamma_(out + t) times the sum of the terms'
+ * magnitudes (Higham, Lemma 3.1 and section 3.1). */
+START_TEST(layer_columns_split_is_the_whole_layer)
+{
+    for (size_t shape = 0; shape < 3; shape++) {
+        const size_t batch = split_shapes[shape][0],
+                     in = split_shapes[shape][1], out = split_shapes[shape][2];
+        float *x = floats(batch * in), *w = floats(out * in), *b = floats(out);
+        float *dpre = floats(batch * out);
+        fill_uniform(x, batch * in, 1 + shape);
+        fill_uniform(w, out * in, 11 + shape);
+        fill_uniform(b, out, 21 + shape);
+        fill_uniform(dpre, batch * out, 31 + shape);
+        float *pre = floats(batch * out), *dw = floats(out * in),
+              *db = floats(out), *dx = floats(batch * in);
+        layer_columns_forward(batch, in, out, x, w, b, pre);
+        layer_columns_backward(batch, in, out, x, w, dpre, dw, db, dx);
+        for (size_t t = 1; t <= 5; t++) {
+            float *summed = floats(batch * in), *share = floats(batch * in);
+            memset(summed, 0, batch * in * sizeof *summed);
+            for (size_t r = 0; r < t; r++) {
+                size_t r0, r1;
+                block_range(out, t, r, &r0, &r1);
+                const size_t n = r1 - r0;
+                float *part_pre = floats(batch * n), *part_dpre = floats(batch * n);
+                float *part_dw = floats(n * in), *part_db = floats(n);
+                for (size_t s = 0; s < batch; s++)
+                    memcpy(&part_dpre[s * n], &dpre[s * out + r0],
+                           n * sizeof *dpre);
+                layer_columns_forward(batch, in, n, x, &w[r0 * in], &b[r0],
+                                      part_pre);
+                layer_columns_backward(batch, in, n, x, &w[r0 * in],
+                                       part_dpre, part_dw, part_db, share);
+                for (size_t s = 0; s < batch; s++)
+                    ck_assert_msg(memcmp(&part_pre[s * n], &pre[s * out + r0],
+                                         n * sizeof *pre) == 0,
+                                  "%zu x %zu -> %zu, part %zu of %zu: pre of "
+                                  "sample %zu is not the whole layer's", batch,
+                                  in, out, r, t, s);
+                ck_assert(memcmp(part_dw, &dw[r0 * in], n * in * sizeof *dw) == 0);
+                ck_assert(memcmp(part_db, &db[r0], n * sizeof *db) == 0);
+                for (size_t k = 0; k < batch * in; k++)
+                    summed[k] += share[k];
+                free(part_pre), free(part_dpre), free(part_dw), free(part_db);
+            }
+            for (size_t s = 0; s < batch; s++)
+                for (size_t i = 0; i < in; i++) {
+                    double exact = 0, size = 0;
+                    for (size_t j = 0; j < out; j++) {
+                        const double term = (double)dpre[s * out + j] *
+                                            w[j * in + i];
+                        exact += term;
+                        size += fabs(term);
+                    }
+                    const double got = summed[s * in + i];
+                    ck_assert_msg(fabs(got - exact) <= gamma_float(out + t) * size,
+                                  "%zu x %zu -> %zu on %zu parts: the summed "
+                                  "gradient at input (%zu, %zu) is %.9g, "
+                                  "exactly %.17g", batch, in, out, t, s, i,
+                                  got, exact);
+                }
+            free(summed), free(share);
+        }
+        free(x), free(w), free(b), free(dpre), free(pre), free(dw), free(db);
+        free(dx);
+    }
+}
+END_TEST
+
+/* Row split: each part's dW columns and its gradient at its part of the
+ * input are the whole layer's, bit for bit (the same sums over the
+ * samples or the outputs); the partial outputs, summed over the parts in
+ * part order and then the bias added, against the sum in double: at most
+ * in + t + 1 roundings on any path, so an error of at most
+ * gamma_(in + t + 1) times the magnitudes of the terms and the bias. */
+START_TEST(layer_rows_split_sums_to_the_whole_layer)
+{
+    for (size_t shape = 0; shape < 3; shape++) {
+        const size_t batch = split_shapes[shape][0],
+                     in = split_shapes[shape][1], out = split_shapes[shape][2];
+        float *x = floats(batch * in), *w = floats(out * in), *b = floats(out);
+        float *dpre = floats(batch * out);
+        fill_uniform(x, batch * in, 41 + shape);
+        fill_uniform(w, out * in, 51 + shape);
+        fill_uniform(b, out, 61 + shape);
+        fill_uniform(dpre, batch * out, 71 + shape);
+        float *dw = floats(out * in), *db = floats(out), *dx = floats(batch * in);
+        layer_columns_backward(batch, in, out, x, w, dpre, dw, db, dx);
+        for (size_t t = 1; t <= 5; t++) {
+            float *summed = floats(batch * out), *partial = floats(batch * out);
+            memset(summed, 0, batch * out * sizeof *summed);
+            for (size_t r = 0; r < t; r++) {
+                size_t c0, c1;
+                block_range(in, t, r, &c0, &c1);
+                const size_t k = c1 - c0;
+                float *x_part = floats(batch * k), *w_part = floats(out * k);
+                float *dw_part = floats(out * k), *dx_part = floats(batch * k);
+                for (size_t s = 0; s < batch; s++)
+                    memcpy(&x_part[s * k], &x[s * in + c0], k * sizeof *x);
+                for (size_t j = 0; j < out; j++)
+                    memcpy(&w_part[j * k], &w[j * in + c0], k * sizeof *w);
+                layer_rows_forward(batch, k, out, x_part, w_part, partial);
+                layer_rows_backward(batch, k, out, x_part, w_part, dpre,
+                                    dw_part, dx_part);
+                for (size_t j = 0; j < out; j++)
+                    ck_assert_msg(memcmp(&dw_part[j * k], &dw[j * in + c0],
+                                         k * sizeof *dw) == 0,
+                                  "%zu x %zu -> %zu, part %zu of %zu: dW row "
+                                  "%zu is not the whole layer's", batch, in,
+                                  out, r, t, j);
+                for (size_t s = 0; s < batch; s++)
+                    ck_assert(memcmp(&dx_part[s * k], &dx[s * in + c0],
+                                     k * sizeof *dx) == 0);
+                for (size_t e = 0; e < batch * out; e++)
+                    summed[e] += partial[e];
+                free(x_part), free(w_part), free(dw_part), free(dx_part);
+            }
+            for (size_t s = 0; s < batch; s++)
+                for (size_t j = 0; j < out; j++) {
+                    double exact = b[j], size = fabs(b[j]);
+                    for (size_t i = 0; i < in; i++) {
+                        const double term = (double)x[s * in + i] * w[j * in + i];
+                        exact += term;
+                        size += fabs(term);
+                    }
+                    const float got = summed[s * out + j] + b[j];
+                    ck_assert_msg(fabs(got - exact) <=
+                                      gamma_float(in + t + 1) * size,
+                                  "%zu x %zu -> %zu on %zu parts: output "
+                                  "(%zu, %zu) is %.9g, exactly %.17g", batch,
+                                  in, out, t, s, j, got, exact);
+                }
+            free(summed), free(partial);
+        }
+        free(x), free(w), free(b), free(dpre), free(dw), free(db), free(dx);
+    }
+}
+END_TEST
+
 /* mlp_init_range is mlp_init's buffer, slice by slice: slices that start
  * and end inside a layer, cross from weights to biases and from one layer
  * to the next, one entry, the whole. */
@@ -1831,6 +1996,11 @@ Suite *lesson_suite(void)
                 mlp_bf16_layers_round_the_fp32_gradient_once, 0, 10);
     harness_add(suite, "mlp: bf16 steps against double, error bounded",
                 mlp_bf16_layers_against_double_reference, 0, 10);
+    harness_add(suite, "layer split: a column split's parts are the "
+                "whole layer's", layer_columns_split_is_the_whole_layer, 0,
+                10);
+    harness_add(suite, "layer split: a row split's parts sum to the whole "
+                "layer", layer_rows_split_sums_to_the_whole_layer, 0, 10);
     harness_add(suite, "mlp: init_range slices init",
                 mlp_init_range_slices_mlp_init, 0, 10);
     harness_add(suite, "optimizer: SGD with momentum by hand",
