@@ -2,7 +2,8 @@
  * formulas, against the test's own evaluation of them for random models,
  * against every number the paper prints in Table 1 and Figure 1, and the
  * partition-rounded form against the totals; ZeRO-Offload's device and host
- * bytes the same ways, and against the ZeRO-Offload paper's statements. */
+ * bytes the same ways, and against the ZeRO-Offload paper's statements;
+ * tensor_memory.h's activation formula on cells worked by hand. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include "harness.h"
 #include "partition.h"
 #include "rng.h"
+#include "tensor_memory.h"
 #include "zero_memory.h"
 
 /* The paper's rows (section 5, Figure 1), written out as a table of which
@@ -626,6 +628,84 @@ START_TEST(bad_input_is_refused_with_a_reason)
 }
 END_TEST
 
+/* Korthikanti et al.'s activation formula per transformer layer
+ * (tensor_memory.h), on cells worked by hand here:
+ *   s 2048, b 1, h 12288, a 96 (a GPT-3 175B layer), t 8: sbh = 25165824
+ *   and 5as/h = 80, so 114 sbh = 2868903936 bytes without parallelism,
+ *   (10 + 3 + 10) sbh = 578813952 with tensor parallelism and
+ *   (4.25 + 10) sbh = 358612992 with sequence parallelism too;
+ *   s 512, b 4, h 1024, a 16, t 3 (no whole quotient): sbh = 2097152,
+ *   5as^2b = 83886080, so 74 sbh = 155189248 whole, 10 sbh + (24 sbh +
+ *   5as^2b)/3 = 20971520 + 134217728/3, and (34 sbh + 5as^2b)/3 =
+ *   155189248/3;
+ * and each against the published expression evaluated in double, to
+ * within 1e-12 of it (a few roundings of double on numbers under 2^33). */
+START_TEST(transformer_activation_bytes_worked_cells)
+{
+    static const struct {
+        transformer_shape shape;
+        uint64_t t;
+        zero_bytes want[3]; /* none, tensor, tensor + sequence */
+    } cells[] = {
+        { { 2048, 1, 12288, 96 }, 8,
+          { { 2868903936u, 0, 1 }, { 251658240u, 2617245696u, 8 },
+            { 0, 2868903936u, 8 } } },
+        { { 512, 4, 1024, 16 }, 3,
+          { { 155189248u, 0, 1 }, { 20971520u, 134217728u, 3 },
+            { 0, 155189248u, 3 } } },
+    };
+    for (size_t c = 0; c < sizeof cells / sizeof cells[0]; c++) {
+        const transformer_shape *x = &cells[c].shape;
+        const double s = (double)x->sequence, b = (double)x->micro_batch,
+                     h = (double)x->hidden, a = (double)x->heads,
+                     t = (double)cells[c].t;
+        const double published[3] = {
+            s * b * h * (34 + 5 * a * s / h),
+            s * b * h * (10 + 24 / t + 5 * a * s / (h * t)),
+            s * b * h * (34 / t + 5 * a * s / (h * t)),
+        };
+        for (int kind = 0; kind < 3; kind++) {
+            zero_bytes got;
+            char error[160] = "";
+            ck_assert_msg(transformer_activation_bytes(
+                              x, (tensor_parallelism)kind, cells[c].t, &got,
+                              error, sizeof error) == 0, "%s", error);
+            ck_assert_msg(got.replicated == cells[c].want[kind].replicated &&
+                              got.sharded == cells[c].want[kind].sharded &&
+                              got.ranks == cells[c].want[kind].ranks,
+                          "cell %zu, kind %d: %llu + %llu/%llu bytes, worked "
+                          "by hand %llu + %llu/%llu", c, kind,
+                          (unsigned long long)got.replicated,
+                          (unsigned long long)got.sharded,
+                          (unsigned long long)got.ranks,
+                          (unsigned long long)cells[c].want[kind].replicated,
+                          (unsigned long long)cells[c].want[kind].sharded,
+                          (unsigned long long)cells[c].want[kind].ranks);
+            ck_assert_msg(fabs(zero_bytes_value(got) - published[kind]) <=
+                              1e-12 * published[kind],
+                          "cell %zu, kind %d: %.17g, the published formula "
+                          "%.17g", c, kind, zero_bytes_value(got),
+                          published[kind]);
+        }
+    }
+    zero_bytes unused;
+    char error[160] = "";
+    const transformer_shape empty = { 0, 1, 1, 1 },
+                            huge = { UINT64_C(1) << 32, 1, UINT64_C(1) << 32,
+                                     1 };
+    expect_refusal(transformer_activation_bytes(&empty, TENSOR_PARALLEL, 2,
+                                                &unused, error, sizeof error),
+                   error, "at least 1");
+    expect_refusal(transformer_activation_bytes(&huge, TENSOR_PARALLEL, 2,
+                                                &unused, error, sizeof error),
+                   error, "2^64");
+    expect_refusal(transformer_activation_bytes(&cells[0].shape,
+                                                TENSOR_PARALLEL, 0, &unused,
+                                                error, sizeof error),
+                   error, "at least 1 rank");
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     Suite *suite = suite_create("zero_memory");
@@ -641,6 +721,9 @@ Suite *lesson_suite(void)
                 "formulas say", offload_bytes_match_the_formulas, 0, 10);
     harness_add(suite, "zero memory: offload, the ZeRO-Offload paper's "
                 "figures", offload_paper_figures, 0, 10);
+    harness_add(suite, "tensor memory: Korthikanti et al.'s activations per "
+                "transformer layer, worked cells",
+                transformer_activation_bytes_worked_cells, 0, 10);
     harness_add(suite, "zero memory: bad input refused with a reason",
                 bad_input_is_refused_with_a_reason, 0, 10);
     return suite;
