@@ -19,6 +19,7 @@
  * it through an fp32 copy of their layer. */
 #include "mlp.h"
 
+#include "activation.h"
 #include "device.h"
 
 #include "layer_split.h"
@@ -31,10 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* sqrt(2/pi), in the tanh approximation of GELU (Hendrycks and Gimpel,
- * "Gaussian error linear units", 2016). */
-static const float gelu_scale = 0.7978845608028654f;
-static const float gelu_cubic = 0.044715f;
 
 /* *total += add, or false when that overflows size_t. */
 static int add_checked(size_t *total, size_t add)
@@ -266,51 +263,6 @@ static void layer_outputs(const mlp *model, int l, float **pre, float **post)
     *post = *pre + model->max_batch * (size_t)model->layers[l].out;
 }
 
-static float gelu(float x)
-{
-    float u = gelu_scale * (x + gelu_cubic * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(u));
-}
-
-/* d/dx of 0.5 x (1 + tanh(u)), u = s (x + c x^3):
- * 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3 c x^2). */
-static float gelu_derivative(float x)
-{
-    float u = gelu_scale * (x + gelu_cubic * x * x * x);
-    float t = tanhf(u);
-    return 0.5f * (1.0f + t) +
-           0.5f * x * (1.0f - t * t) * gelu_scale *
-               (1.0f + 3.0f * gelu_cubic * x * x);
-}
-
-/* post = activation(pre), count elements. */
-static void activate(activation_kind kind, const float *pre, float *post,
-                     size_t count)
-{
-    if (kind == ACTIVATION_RELU) {
-        for (size_t i = 0; i < count; i++)
-            post[i] = pre[i] > 0.0f ? pre[i] : 0.0f;
-    } else {
-        for (size_t i = 0; i < count; i++)
-            post[i] = gelu(pre[i]);
-    }
-}
-
-/* In the forward pass this was post = activation(pre), so the gradient at
- * pre is the gradient at post times activation'(pre); in place. ReLU's
- * derivative at exactly 0 is taken as 0. */
-static void activate_backward(activation_kind kind, const float *pre,
-                              float *gradient, size_t count)
-{
-    if (kind == ACTIVATION_RELU) {
-        for (size_t i = 0; i < count; i++)
-            gradient[i] = pre[i] > 0.0f ? gradient[i] : 0.0f;
-    } else {
-        for (size_t i = 0; i < count; i++)
-            gradient[i] *= gelu_derivative(pre[i]);
-    }
-}
-
 /* Softmax of each row of logits (batch, classes) into probabilities, and
  * the summed cross-entropy. Subtracting the row's largest logit keeps every
  * exp() at most 1: no overflow, whatever the logits. Sums in double: the
@@ -424,7 +376,7 @@ static void forward(mlp *model, int l, const float *layer_params)
     layer_columns_forward(batch, (size_t)layer->in, out,
                           layer_input(model, l), weights, bias, pre);
     if (l < model->layer_count - 1)
-        activate(model->config.activation, pre, post, batch * out);
+        activation_forward(model->config.activation, pre, post, batch * out);
     model->forward_done = l + 1;
     /* The outputs changed: a gradient computed from the old ones is
      * stale. */
@@ -527,7 +479,7 @@ static void backward(mlp *model, int l, const float *layer_params,
     /* The input was activation(pre) of layer l - 1. */
     float *pre, *post;
     layer_outputs(model, l - 1, &pre, &post);
-    activate_backward(model->config.activation, pre, gradient_in,
+    activation_backward(model->config.activation, pre, gradient_in,
                       batch * width_in);
 }
 

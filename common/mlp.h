@@ -51,9 +51,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "activation.h"
 #include "bf16.h"
 
-typedef enum { ACTIVATION_RELU, ACTIVATION_GELU } activation_kind;
 
 /* The deepest model mlp_create builds, and so the most layers any model
  * has: an array of one entry per layer (lesson 05's overlap_state) holds
