@@ -3,18 +3,12 @@
 #include "memory_ledger.h"
 
 #include "format_bytes.h"
+#include "sanitizers.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ZZ_SANITIZER_ALLOCATOR 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define ZZ_SANITIZER_ALLOCATOR 1
-#endif
-#endif
 #if defined(__GLIBC__) && \
     (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #define ZZ_MALLINFO2 1

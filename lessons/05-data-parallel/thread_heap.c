@@ -5,13 +5,7 @@
 #include <stddef.h>
 #include <stdlib.h> /* and with it __GLIBC__, where it is glibc */
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ZZ_SANITIZER_ALLOCATOR 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define ZZ_SANITIZER_ALLOCATOR 1
-#endif
-#endif
+#include "sanitizers.h"
 
 #if defined(__GLIBC__) && !defined(ZZ_SANITIZER_ALLOCATOR)
 #include <errno.h>

@@ -1275,6 +1275,43 @@ static const size_t split_shapes[][3] = { /* batch, in, out */
     { 7, 13, 11 }, { 1, 5, 3 }, { 33, 70, 4 }
 };
 
+/* A layer of split_shapes[shape] with its inputs, weights, biases and a
+ * gradient at its outputs, uniform in [-1, 1) from `seed`; the whole
+ * layer's forward and backward of them (every row: the column split with
+ * one part). */
+typedef struct {
+    size_t batch, in, out;
+    float *x, *w, *b, *dpre;           /* (batch, in), (out, in), (out),
+                                          (batch, out) */
+    float *pre, *dw, *db, *dx;         /* the whole layer's */
+} split_layer;
+
+static split_layer split_layer_make(size_t shape, uint64_t seed)
+{
+    split_layer l = { split_shapes[shape][0], split_shapes[shape][1],
+                      split_shapes[shape][2], NULL, NULL, NULL, NULL,
+                      NULL, NULL, NULL, NULL };
+    l.x = floats(l.batch * l.in), l.w = floats(l.out * l.in);
+    l.b = floats(l.out), l.dpre = floats(l.batch * l.out);
+    fill_uniform(l.x, l.batch * l.in, seed);
+    fill_uniform(l.w, l.out * l.in, seed + 1);
+    fill_uniform(l.b, l.out, seed + 2);
+    fill_uniform(l.dpre, l.batch * l.out, seed + 3);
+    l.pre = floats(l.batch * l.out), l.dw = floats(l.out * l.in);
+    l.db = floats(l.out), l.dx = floats(l.batch * l.in);
+    layer_columns_forward(l.batch, l.in, l.out, l.x, l.w, l.b, l.pre);
+    layer_columns_backward(l.batch, l.in, l.out, l.x, l.w, l.dpre, l.dw,
+                           l.db, l.dx);
+    return l;
+}
+
+static void split_layer_free(split_layer *l)
+{
+    float *all[] = { l->x, l->w, l->b, l->dpre, l->pre, l->dw, l->db, l->dx };
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        free(all[k]);
+}
+
 /* Column split: each part's columns of pre, its rows of dW and its db are
  * the whole layer's, bit for bit (every element is the same sum over the
  * same k in the same order, matmul.h); the gradient at the input is a sum
@@ -1286,18 +1323,10 @@ static const size_t split_shapes[][3] = { /* batch, in, out */
 START_TEST(layer_columns_split_is_the_whole_layer)
 {
     for (size_t shape = 0; shape < 3; shape++) {
-        const size_t batch = split_shapes[shape][0],
-                     in = split_shapes[shape][1], out = split_shapes[shape][2];
-        float *x = floats(batch * in), *w = floats(out * in), *b = floats(out);
-        float *dpre = floats(batch * out);
-        fill_uniform(x, batch * in, 1 + shape);
-        fill_uniform(w, out * in, 11 + shape);
-        fill_uniform(b, out, 21 + shape);
-        fill_uniform(dpre, batch * out, 31 + shape);
-        float *pre = floats(batch * out), *dw = floats(out * in),
-              *db = floats(out), *dx = floats(batch * in);
-        layer_columns_forward(batch, in, out, x, w, b, pre);
-        layer_columns_backward(batch, in, out, x, w, dpre, dw, db, dx);
+        split_layer l = split_layer_make(shape, 10 * shape + 1);
+        const size_t batch = l.batch, in = l.in, out = l.out;
+        const float *x = l.x, *w = l.w, *b = l.b, *dpre = l.dpre;
+        const float *pre = l.pre, *dw = l.dw, *db = l.db;
         for (size_t t = 1; t <= 5; t++) {
             float *summed = floats(batch * in), *share = floats(batch * in);
             memset(summed, 0, batch * in * sizeof *summed);
@@ -1344,8 +1373,7 @@ START_TEST(layer_columns_split_is_the_whole_layer)
                 }
             free(summed), free(share);
         }
-        free(x), free(w), free(b), free(dpre), free(pre), free(dw), free(db);
-        free(dx);
+        split_layer_free(&l);
     }
 }
 END_TEST
@@ -1359,16 +1387,10 @@ END_TEST
 START_TEST(layer_rows_split_sums_to_the_whole_layer)
 {
     for (size_t shape = 0; shape < 3; shape++) {
-        const size_t batch = split_shapes[shape][0],
-                     in = split_shapes[shape][1], out = split_shapes[shape][2];
-        float *x = floats(batch * in), *w = floats(out * in), *b = floats(out);
-        float *dpre = floats(batch * out);
-        fill_uniform(x, batch * in, 41 + shape);
-        fill_uniform(w, out * in, 51 + shape);
-        fill_uniform(b, out, 61 + shape);
-        fill_uniform(dpre, batch * out, 71 + shape);
-        float *dw = floats(out * in), *db = floats(out), *dx = floats(batch * in);
-        layer_columns_backward(batch, in, out, x, w, dpre, dw, db, dx);
+        split_layer l = split_layer_make(shape, 10 * shape + 41);
+        const size_t batch = l.batch, in = l.in, out = l.out;
+        const float *x = l.x, *w = l.w, *b = l.b, *dpre = l.dpre;
+        const float *dw = l.dw, *dx = l.dx;
         for (size_t t = 1; t <= 5; t++) {
             float *summed = floats(batch * out), *partial = floats(batch * out);
             memset(summed, 0, batch * out * sizeof *summed);
@@ -1415,7 +1437,7 @@ START_TEST(layer_rows_split_sums_to_the_whole_layer)
                 }
             free(summed), free(partial);
         }
-        free(x), free(w), free(b), free(dpre), free(dw), free(db), free(dx);
+        split_layer_free(&l);
     }
 }
 END_TEST
