@@ -1087,10 +1087,17 @@ static void check_calls(const char *report, int rank, const check_run *run,
                   "point-to-point calls only, MPI_Sendrecv or MPI_Isend and "
                   "MPI_Irecv (TODO 3)", count, rank,
                   line.all_sent - line.point_to_point_sent);
+    /* Rank r sends every chunk but two, the ones numbered r + 1 (in the
+     * reduce-scatter) and r + 2 (in the allgather): 2 count - c_(r+1) -
+     * c_(r+2) floats. block_range's chunks are count / P rounded down or
+     * up; a partition of count / P each with the remainder, under P, in one
+     * chunk (a correct ring too) keeps up to P - 1 more. */
     unsigned long long low = 2ull * (count - (count + P - 1) / P) * 4;
-    unsigned long long high = 2ull * (count - count / P) * 4;
+    const unsigned long long high = P == 1 ? 0 : 2ull * (count - count / P) * 4;
     if (P == 1)
-        low = high = 0;
+        low = 0;
+    else if (high - 4 * (P - 1) < low)
+        low = high - 4 * (P - 1);
     char range[96];
     if (low == high)
         snprintf(range, sizeof range, "exactly %llu", low);
