@@ -97,10 +97,6 @@ static call_kind inside;
 static double inside_since;
 static int depth;
 
-/* Receives posted with source MPI_ANY_SOURCE, since the start (never
- * reset). */
-static uint64_t any_source_receives;
-
 /* What enter last counted as received: opened() files it with the
  * request the call started, which enter's call is. */
 static uint64_t entered_received;
@@ -144,11 +140,6 @@ static int leave(int result)
 bool comm_ledger_inside_call(void)
 {
     return depth > 0;
-}
-
-uint64_t comm_ledger_any_source_receives(void)
-{
-    return any_source_receives;
 }
 
 /* Sum of counts[r] over r != except, in bytes. */
@@ -1125,7 +1116,6 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
 {
     MPI_Status local;
     MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
-    any_source_receives += source == MPI_ANY_SOURCE;
     enter(CALL_Recv, 0, 0);
     int result = PMPI_Recv(buf, count, type, source, tag, comm, used);
     int arrived = 0;
@@ -1139,7 +1129,6 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
 int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
-    any_source_receives += source == MPI_ANY_SOURCE;
     enter(CALL_Irecv, 0, crosses(source, comm) ? type_bytes(type, count) : 0);
     keep_stacked(NULL, buf);
     void *into = stage_receive(buf, count, type, source, tag, comm);
@@ -1192,7 +1181,6 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    recvcount, recvtype);
     MPI_Status local;
     MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
-    any_source_receives += source == MPI_ANY_SOURCE;
     enter(CALL_Sendrecv,
           crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0, 0);
     int result = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
@@ -1211,7 +1199,6 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
                          int sendtag, int source, int recvtag, MPI_Comm comm,
                          MPI_Status *status)
 {
-    any_source_receives += source == MPI_ANY_SOURCE;
     enter(CALL_Sendrecv_replace,
           crosses(dest, comm) ? type_bytes(type, count) : 0,
           crosses(source, comm) ? type_bytes(type, count) : 0);
@@ -1227,7 +1214,6 @@ int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     refuse_overlap("MPI_Isendrecv", sendbuf, sendcount, sendtype, recvbuf,
                    recvcount, recvtype);
-    any_source_receives += source == MPI_ANY_SOURCE;
     enter(CALL_Isendrecv,
           crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0,
           crosses(source, comm) ? type_bytes(recvtype, recvcount) : 0);
@@ -1244,7 +1230,6 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
                           int sendtag, int source, int recvtag, MPI_Comm comm,
                           MPI_Request *request)
 {
-    any_source_receives += source == MPI_ANY_SOURCE;
     enter(CALL_Isendrecv_replace,
           crosses(dest, comm) ? type_bytes(type, count) : 0,
           crosses(source, comm) ? type_bytes(type, count) : 0);

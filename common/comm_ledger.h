@@ -108,12 +108,6 @@ void comm_ledger_reset(void);
  * inside malloc. */
 bool comm_ledger_inside_call(void);
 
-/* How many receives this rank posted with source MPI_ANY_SOURCE since it
- * started (MPI_Recv, MPI_Irecv and the send-receive forms): given code
- * tells a ring that names its previous rank from one whose first rank's
- * (rank - 1) % P is -1, which is MPI_ANY_SOURCE in Open MPI. */
-uint64_t comm_ledger_any_source_receives(void);
-
 /* How many requests are open now; *first_call (when not NULL) names the
  * call that started the oldest of them ("MPI_Iallreduce"), or is NULL when
  * none is open. */

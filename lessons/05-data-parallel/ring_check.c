@@ -353,12 +353,6 @@ int main(int argc, char **argv)
                 (unsigned long long)c.traffic.calls,
                 (unsigned long long)c.traffic.bytes_sent,
                 (unsigned long long)c.traffic.bytes_received);
-    /* Receives from any rank, where your code posted some (in a ring, a
-     * previous rank of (rank - 1) % P on rank 0 is -1: MPI_ANY_SOURCE in
-     * Open MPI). */
-    if (c.report != NULL && comm_ledger_any_source_receives() > 0)
-        fprintf(c.report, "any_source_receives %llu\n",
-                (unsigned long long)comm_ledger_any_source_receives());
     if (c.report != NULL && fclose(c.report) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
     if (c.rank == 0)
