@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,15 @@ _Noreturn void mpi_check_failed(int error, const char *call, const char *file,
     /* MPI's word for a bad buffer says nothing of the usual cause. */
     int class = MPI_ERR_OTHER;
     MPI_Error_class(error, &class);
+    /* A buffered send's MPI_ERR_BUFFER is the attached buffer full. */
+    const bool buffered = strncmp(call, "MPI_Bsend", 9) == 0 ||
+                          strncmp(call, "MPI_Ibsend", 10) == 0;
     const char *hint =
-        class == MPI_ERR_BUFFER
+        class == MPI_ERR_BUFFER && buffered
+            ? " (the buffer attached with MPI_Buffer_attach has no room "
+              "for this message: it must hold every buffered message not "
+              "yet sent, each its size plus MPI_BSEND_OVERHEAD bytes)"
+        : class == MPI_ERR_BUFFER
             ? " (a buffer argument is not valid: NULL where data was "
               "expected, or one buffer given both to send from and to "
               "receive into; to reduce or gather in place, pass MPI_IN_PLACE "
