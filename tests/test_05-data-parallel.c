@@ -805,7 +805,9 @@ static void check_length(const char *out, const check_run *run, size_t count,
         ck_assert_msg(got[count] == ring_guard, "%s on %d ranks, length "
                       "%zu: rank %d wrote past the end of its data (the "
                       "float after it became %.9g). Hint: TODO %d: touch "
-                      "only data[0] to data[count-1]", function, run->ranks,
+                      "only data[0] to data[count-1]; an MPI call's count "
+                      "is in elements of its datatype, the buffer's "
+                      "(MPI_FLOAT for float)", function, run->ranks,
                       count, rank, got[count], todo);
         const double bound_factor =
             (run->ring ? gamma_float(P - 1) : gamma_float(P + 1) / P) *

@@ -39,12 +39,14 @@
 #include "thread_heap.h"
 #include "timer.h"
 
-/* The float after the data: no sum of ring_data.h's values comes near it,
- * so your code writing past the end shows. FRONT_GUARD more before it, for
- * writing before the start: both checked right after your call, before
- * anything else touches the heap that such writes would corrupt. */
+/* Guards around the data: no sum of ring_data.h's values comes near
+ * them. FRONT_GUARD floats before it, for writing before the start, and
+ * BACK_GUARD after it: the first, data[count], goes to the tests with the
+ * result (a slip of one past the end, which they diagnose); the others are
+ * checked right after your call, before anything else touches the heap
+ * that a write far past the end would corrupt (as are the ones before). */
 static const float guard = 12345.0f;
-enum { FRONT_GUARD = 16 };
+enum { FRONT_GUARD = 16, BACK_GUARD = 16 };
 
 /* TODO 4's run: the data as this many layers' slices, started last
  * first, as backward finishes them. */
@@ -94,7 +96,7 @@ static int parse_counts(const char *text,
 static float *guarded_data(size_t count, int rank)
 {
     float *block = (float *)ledger_alloc(MEMORY_VECTOR,
-                                         (FRONT_GUARD + count + 1) *
+                                         (FRONT_GUARD + count + BACK_GUARD) *
                                              sizeof *block);
     if (block == NULL) {
         fprintf(stderr, "ring_check: rank %d: no memory for %zu floats\n",
@@ -106,32 +108,36 @@ static float *guarded_data(size_t count, int rank)
     return block + FRONT_GUARD;
 }
 
+/* The guards after the data, again before each call. */
+static void fill_back_guard(float *data, size_t count)
+{
+    for (int k = 0; k < BACK_GUARD; k++)
+        data[count + (size_t)k] = guard;
+}
+
 static void free_guarded(float *data)
 {
     ledger_free(data - FRONT_GUARD);
 }
 
-/* Stops every rank when your code wrote before data[0] or past
- * data[count - 1]: at once, before a heap broken by the write is met
- * somewhere else. */
+/* Stops every rank when your code wrote before data[0], or further past
+ * data[count - 1] than data[count] (which the tests see): at once, before
+ * a heap broken by the write is met somewhere else. */
 static void check_guards(const check_config *c, const float *data,
                          size_t count)
 {
-    if (memcmp(&data[count], &guard, sizeof guard) != 0) {
-        char after[64] = "the float at data[0] (of 0 floats)";
-        if (count > 0)
-            snprintf(after, sizeof after, "the float after data[%zu]",
-                     count - 1);
-        fprintf(stderr, "ring_check: rank %d: your code wrote past the end "
-                "of its data: %s became %.9g. Hint: "
-                "TODO %d: touch only data[0] to data[count-1]; an MPI "
-                "call's count is in elements of its datatype, and the "
-                "datatype is the buffer's (MPI_FLOAT for float: MPI_DOUBLE "
-                "moves 8 bytes an element)\n", c->rank, after,
-                (double)data[count],
-                c->ring ? 3 : c->overlap ? 4 : 2);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    for (size_t k = count + 1; k < count + BACK_GUARD; k++)
+        if (memcmp(&data[k], &guard, sizeof guard) != 0) {
+            fprintf(stderr, "ring_check: rank %d: your code wrote far past "
+                    "the end of its data (count %zu): data[%zu] became "
+                    "%.9g. Hint: TODO %d: touch only data[0] to "
+                    "data[count-1]; an MPI call's count is in elements of "
+                    "its datatype, and the datatype is the buffer's "
+                    "(MPI_FLOAT for float: MPI_DOUBLE moves 8 bytes an "
+                    "element)\n", c->rank, count, k, (double)data[k],
+                    c->ring ? 3 : c->overlap ? 4 : 2);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
     for (int k = 1; k <= FRONT_GUARD; k++)
         if (memcmp(&data[-k], &guard, sizeof guard) != 0) {
             fprintf(stderr, "ring_check: rank %d: your code wrote before "
@@ -210,7 +216,7 @@ static void run_once(check_config *c, size_t count)
 {
     float *data = guarded_data(count, c->rank);
     ring_data_fill(data, count, c->seed, c->rank);
-    data[count] = guard;
+    fill_back_guard(data, count);
 
     comm_ledger_reset();
     call_student(c, data, count);
@@ -253,7 +259,7 @@ static void run_repeated(check_config *c, size_t count, int calls)
     long long kept = 0;
     for (int k = 0; k < calls; k++) {
         ring_data_fill(data, count, c->seed, c->rank);
-        data[count] = guard;
+        fill_back_guard(data, count);
         thread_heap_begin(comm_ledger_inside_call);
         call_student(c, data, count);
         long long kept_now = thread_heap_end();
