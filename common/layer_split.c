@@ -22,12 +22,18 @@ void layer_columns_backward(size_t batch, size_t in, size_t n,
     /* pre = input · w^T + b: dw = dpre^T · input, db = the column sums of
      * dpre, dinput = dpre · w. */
     matmul_atb(n, in, batch, dpre, input, dw, 0);
+    layer_bias_backward(batch, n, dpre, db);
+    if (dinput != NULL)
+        matmul_ab(batch, in, n, dpre, w, dinput, 0);
+}
+
+void layer_bias_backward(size_t batch, size_t n, const float *dpre,
+                         float *db)
+{
     memset(db, 0, n * sizeof *db);
     for (size_t s = 0; s < batch; s++)
         for (size_t j = 0; j < n; j++)
             db[j] += dpre[s * n + j];
-    if (dinput != NULL)
-        matmul_ab(batch, in, n, dpre, w, dinput, 0);
 }
 
 void layer_rows_forward(size_t batch, size_t k, size_t out,

@@ -40,6 +40,12 @@ void layer_columns_backward(size_t batch, size_t in, size_t n,
                             const float *dpre, float *dw, float *db,
                             float *dinput);
 
+/* db (n) = the column sums of dpre (batch, n), each summed in increasing
+ * order of the sample: the bias's gradient, for a bias added once after
+ * the row split's sum (whole on every rank that holds dpre whole). */
+void layer_bias_backward(size_t batch, size_t n, const float *dpre,
+                         float *db);
+
 /* partial (batch, out) = input_part (batch, k) · w_part^T, w_part (out, k):
  * this part's term of every output, no bias. */
 void layer_rows_forward(size_t batch, size_t k, size_t out,

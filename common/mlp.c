@@ -20,6 +20,7 @@
 #include "mlp.h"
 
 #include "activation.h"
+#include "cross_entropy.h"
 #include "device.h"
 
 #include "layer_split.h"
@@ -263,37 +264,6 @@ static void layer_outputs(const mlp *model, int l, float **pre, float **post)
     *post = *pre + model->max_batch * (size_t)model->layers[l].out;
 }
 
-/* Softmax of each row of logits (batch, classes) into probabilities, and
- * the summed cross-entropy. Subtracting the row's largest logit keeps every
- * exp() at most 1: no overflow, whatever the logits. Sums in double: the
- * loss is reported, and a sum of a few floats in double costs nothing. */
-static double softmax_cross_entropy(const float *logits, float *probabilities,
-                                    const int *labels, size_t batch,
-                                    int classes, int *correct)
-{
-    double total = 0.0;
-    int right = 0;
-    for (size_t b = 0; b < batch; b++) {
-        const float *z = &logits[b * (size_t)classes];
-        float *p = &probabilities[b * (size_t)classes];
-        int best = 0;
-        for (int c = 1; c < classes; c++)
-            if (z[c] > z[best])
-                best = c;
-        double largest = z[best], sum = 0.0;
-        for (int c = 0; c < classes; c++)
-            sum += exp((double)z[c] - largest);
-        for (int c = 0; c < classes; c++)
-            p[c] = (float)(exp((double)z[c] - largest) / sum);
-        /* -log softmax(z)[label] = log sum exp(z) - z[label] */
-        total += log(sum) + largest - (double)z[labels[b]];
-        right += best == labels[b];
-    }
-    if (correct != NULL)
-        *correct = right;
-    return total;
-}
-
 /* Refuses a per-layer call: says why in model->error, returns -1. */
 static int refuse(mlp *model, const char *function, const char *format, ...)
 {
@@ -422,8 +392,8 @@ float mlp_loss(mlp *model, const int *labels, int backward, int *correct)
         }
     float *logits, *probabilities;
     layer_outputs(model, last, &logits, &probabilities);
-    double loss = softmax_cross_entropy(logits, probabilities, labels, batch,
-                                        classes, correct) /
+    double loss = cross_entropy_sum(logits, probabilities, labels, batch, classes,
+                                    correct) /
                   (double)batch;
     if (!backward)
         return (float)loss;
@@ -431,12 +401,7 @@ float mlp_loss(mlp *model, const int *labels, int backward, int *correct)
     /* The loss is the mean over the batch of -log p[label], so the gradient
      * at the logits is (p - onehot(label)) / batch. */
     float *gradient = output_gradient(model, last);   /* (batch, classes) */
-    for (size_t b = 0; b < batch; b++)
-        for (int c = 0; c < classes; c++) {
-            size_t i = b * (size_t)classes + (size_t)c;
-            float onehot = c == labels[b] ? 1.0f : 0.0f;
-            gradient[i] = (probabilities[i] - onehot) / (float)batch;
-        }
+    cross_entropy_gradient(probabilities, labels, batch, classes, gradient);
     model->backward_next = last;
     return (float)loss;
 }

@@ -57,6 +57,14 @@ static void todo_note(const train_steps *plug, char *note, size_t note_len)
         note[0] = '\0';
 }
 
+/* How many ranks take different samples: every rank, or the driver's
+ * shard_ranks (lesson 08: the ranks of a tensor-parallel group share one
+ * batch). */
+static int shard_ranks(const train_setup *setup, const train_steps *plug)
+{
+    return plug->shard_ranks > 0 ? plug->shard_ranks : setup->ranks;
+}
+
 /* Step `step`'s samples for this rank, from the shard function, into the
  * buffers: every index checked, since a wrong one would read outside the
  * data set. */
@@ -72,8 +80,9 @@ static int gather_samples(const train_setup *setup, const train_steps *plug,
     /* One index more than the batch: a guard, so that writing past the
      * local_batch indices shows. */
     buffers->indices[batch] = SIZE_MAX;
-    plug->shard(step, batch, setup->ranks, setup->rank, train->count,
-                buffers->indices);
+    plug->shard(step, batch, shard_ranks(setup, plug),
+                plug->shard_ranks > 0 ? plug->shard_rank : setup->rank,
+                train->count, buffers->indices);
     if (buffers->indices[batch] != SIZE_MAX)
         return failed(error, error_len, 1, "rank %d: %s wrote past its %zu "
                       "indices%s", setup->rank, plug->shard_name, batch, note);
@@ -229,7 +238,8 @@ int train_run(const train_setup *setup, const train_steps *plug,
                "samples_per_s=%.0f", accuracy, steps, plug->timed_work,
                gradient_seconds, setup->ranks, steps,
                buffers.losses[steps - 1], accuracy,
-               (double)steps * (double)batch * setup->ranks / loop_seconds);
+               (double)steps * (double)batch * shard_ranks(setup, plug) /
+                   loop_seconds);
         if (plug->summary_keys != NULL)
             plug->summary_keys(plug->context, stdout);
         printf("\n");

@@ -76,6 +76,12 @@ typedef struct {
     const char *shard_name;           /* "my_shard", in marks and messages */
     const char *shard_todo;           /* "TODO 1", or NULL: where a wrong
                                          index sends the student */
+    int shard_ranks, shard_rank;      /* 0, 0: every rank takes its own
+                                         samples, as rank `rank` of
+                                         `ranks`. Otherwise the shard's
+                                         ranks and this rank's place among
+                                         them (lesson 08: a tensor-parallel
+                                         group takes one shard together) */
     train_compute_fn *compute;
     const char *compute_mark;         /* "forward and backward" */
     train_step_fn *synchronise;       /* NULL: compute synchronised */

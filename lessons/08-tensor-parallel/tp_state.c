@@ -1,0 +1,303 @@
+/* Lesson 08's given helpers (tensor_parallel.h) and set-up (tp_setup.h).
+ * You do not need to change this file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_mpi.h"
+#include "collectives.h"
+#include "memory_ledger.h"
+#include "partition.h"
+#include "tensor_parallel.h"
+#include "tp_setup.h"
+
+/* ---- The record ---------------------------------------------------------- */
+
+enum { TP_RECORD_MAX = 256 };
+
+typedef struct {
+    tp_phase phase;
+    char kind;          /* 'A' allreduce, 'R' reduce-scatter, 'G' allgather */
+    size_t count;
+} tp_call;
+
+static struct {
+    tp_phase phase;
+    bool stopped;
+    size_t count, dropped;
+    tp_call calls[TP_RECORD_MAX];
+} record;
+
+void tp_record_phase(tp_phase phase)
+{
+    record.phase = record.stopped ? TP_PHASE_NONE : phase;
+}
+
+void tp_record_stop(void)
+{
+    record.stopped = true;
+    record.phase = TP_PHASE_NONE;
+}
+
+static void record_call(char kind, size_t count)
+{
+    if (record.phase == TP_PHASE_NONE)
+        return;
+    if (record.count == TP_RECORD_MAX) {
+        record.dropped++;
+        return;
+    }
+    record.calls[record.count++] = (tp_call){ record.phase, kind, count };
+}
+
+void tp_record_write(FILE *report)
+{
+    static const char *const phases[] = { "none", "forward", "loss",
+                                          "backward", "update" };
+    static const char *const kinds[] = { ['A'] = "allreduce",
+                                         ['R'] = "reduce-scatter",
+                                         ['G'] = "allgather" };
+    fprintf(report, "collectives %zu\ncollectives_dropped %zu\n",
+            record.count, record.dropped);
+    for (size_t k = 0; k < record.count; k++)
+        fprintf(report, "collective %s %s %zu\n",
+                phases[record.calls[k].phase],
+                kinds[(int)record.calls[k].kind], record.calls[k].count);
+}
+
+/* ---- The helpers ------------------------------------------------------------ */
+
+_Noreturn void tp_abort(tp_state *z, const char *why)
+{
+    fprintf(stderr, "%s: rank %d: %s\n", z->program, z->rank, why);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort();
+}
+
+void tp_check_alloc(tp_state *z, const void *block)
+{
+    if (block == NULL)
+        tp_abort(z, memory_ledger_last_error());
+}
+
+static void check_collective(tp_state *z, int result)
+{
+    if (result != 0)
+        tp_abort(z, z->error);
+}
+
+void tp_allreduce(tp_state *z, float *buffer, size_t count)
+{
+    record_call('A', count);
+    size_t begin, end;
+    block_range(count, (size_t)z->ranks, (size_t)z->rank, &begin, &end);
+    check_collective(z, collective_reduce_scatter_f32(
+                            buffer, buffer + begin, count, 0, count, z->comm,
+                            z->error, sizeof z->error));
+    check_collective(z, collective_allgather(buffer + begin, buffer,
+                                             MPI_FLOAT, count, 0, count,
+                                             z->comm, z->error,
+                                             sizeof z->error));
+}
+
+/* ---- The set-up -------------------------------------------------------------- */
+
+/* Layer l's split: pairs (column, row) from the first layer on; a last
+ * layer left over is whole. */
+static tp_split split_of(int l, int layer_count)
+{
+    if (l % 2 == 1)
+        return TP_ROW;
+    return l + 1 < layer_count ? TP_COLUMN : TP_WHOLE;
+}
+
+/* The parameters a rank holds of a layer with this split and part. */
+static size_t expected_held(const tp_layer *layer)
+{
+    const size_t in = (size_t)layer->in, out = (size_t)layer->out;
+    const size_t count = (size_t)layer->part.count;
+    switch (layer->split) {
+    case TP_COLUMN:
+        return count * in + count;
+    case TP_ROW:
+        return out * count + out;
+    default:
+        return out * in + out;
+    }
+}
+
+/* Stops the job when TODO 1's part of a layer of `out` rows is not the
+ * balanced partition's for this rank. */
+static tp_part column_part_checked(tp_state *z, int l, int out)
+{
+    tp_part part = tp_column_part(out, z->ranks, z->rank);
+    size_t begin, end;
+    block_range((size_t)out, (size_t)z->ranks, (size_t)z->rank, &begin,
+                &end);
+    if (part.count == (int)(end - begin) &&
+        (part.count == 0 || part.first == (int)begin))
+        return (tp_part){ (int)begin, (int)(end - begin) };
+    char why[320];
+    snprintf(why, sizeof why, "TODO 1: tp_column_part(%d, %d, %d) gave "
+             "rows [%d, %d) of layer %d; the balanced partition gives rank "
+             "%d rows [%zu, %zu) (the first %d %% %d ranks one more%s)", out,
+             z->ranks, z->rank, part.first, part.first + part.count, l,
+             z->rank, begin, end, out, z->ranks,
+             end == begin ? "; none here" : "");
+    tp_abort(z, why);
+}
+
+/* ledger_alloc of `count` floats of activations into *to; -1 when
+ * refused. */
+static int activations(float **to, size_t count)
+{
+    *to = ledger_alloc(MEMORY_ACTIVATIONS, count * sizeof **to);
+    return *to == NULL ? -1 : 0;
+}
+
+int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
+              MPI_Comm comm, const adamw_config *adamw)
+{
+    memset(z, 0, sizeof *z);
+    z->program = "train_tp";
+    MPI_CHECK(MPI_Comm_dup(comm, &z->comm));
+    MPI_CHECK(MPI_Comm_rank(z->comm, &z->rank));
+    MPI_CHECK(MPI_Comm_size(z->comm, &z->ranks));
+    z->layer_count = shape->hidden_layers + 1;
+    z->max_batch = max_batch;
+    z->adamw = *adamw;
+    z->layers = calloc((size_t)z->layer_count, sizeof *z->layers);
+    if (z->layers == NULL)
+        tp_abort(z, "out of memory for the layers' list");
+    size_t widest = (size_t)shape->inputs;
+    for (int l = 0; l < z->layer_count; l++) {
+        tp_layer *layer = &z->layers[l];
+        const bool last = l == z->layer_count - 1;
+        layer->split = split_of(l, z->layer_count);
+        layer->in = l == 0 ? shape->inputs : shape->width;
+        layer->out = last ? shape->classes : shape->width;
+        layer->activated = !last;
+        if (layer->split == TP_COLUMN)
+            layer->part = column_part_checked(z, l, layer->out);
+        else if (layer->split == TP_ROW)
+            layer->part = z->layers[l - 1].part;
+        else
+            layer->part = (tp_part){ 0, layer->out };
+        if ((size_t)layer->out > widest)
+            widest = (size_t)layer->out;
+        const size_t outputs = layer->split == TP_COLUMN
+                                    ? (size_t)layer->part.count
+                                    : (size_t)layer->out;
+        if (activations(&layer->pre, max_batch * outputs) != 0 ||
+            activations(&layer->post, max_batch * outputs) != 0)
+            goto refused;
+    }
+    for (int k = 0; k < 2; k++)
+        if (activations(&z->gradient[k], max_batch * widest) != 0)
+            goto refused;
+    return 0;
+refused:
+    snprintf(z->error, sizeof z->error, "%s", memory_ledger_last_error());
+    return -1;
+}
+
+int tp_allocate(tp_state *z)
+{
+    for (int l = 0; l < z->layer_count; l++) {
+        tp_layer *layer = &z->layers[l];
+        if (tp_allocate_layer(z, l) != 0)
+            return -1;
+        const size_t want = expected_held(layer);
+        if (layer->held != want) {
+            char why[320];
+            snprintf(why, sizeof why, "TODO %d: layer %d (%s, %d x %d, this "
+                     "rank's part [%d, %d)) holds %zu parameters; its part "
+                     "is %zu", layer->split == TP_COLUMN ? 1
+                     : layer->split == TP_ROW ? 2 : 3, l,
+                     layer->split == TP_COLUMN ? "split by rows"
+                     : layer->split == TP_ROW ? "split by columns" : "whole",
+                     layer->out, layer->in, layer->part.first,
+                     layer->part.first + layer->part.count, layer->held,
+                     want);
+            tp_abort(z, why);
+        }
+        if (layer->params == NULL || layer->grads == NULL ||
+            layer->m == NULL || layer->v == NULL) {
+            char why[160];
+            snprintf(why, sizeof why, "TODO %d: tp_allocate_layer returned "
+                     "0 but left a buffer of layer %d NULL",
+                     layer->split == TP_COLUMN ? 1
+                     : layer->split == TP_ROW ? 2 : 3, l);
+            tp_abort(z, why);
+        }
+    }
+    return 0;
+}
+
+/* mlp_init(seed)'s values (common/mlp.h) of this rank's parts: the whole
+ * model's layout, in a model with no storage of its own, for
+ * mlp_init_range to pick each part's entries from. */
+void tp_initialize(tp_state *z, uint64_t seed)
+{
+    mlp_layer shapes[MLP_MAX_LAYERS];
+    mlp whole = { .layer_count = z->layer_count, .layers = shapes };
+    size_t offset = 0;
+    for (int l = 0; l < z->layer_count; l++) {
+        const size_t in = (size_t)z->layers[l].in;
+        const size_t out = (size_t)z->layers[l].out;
+        shapes[l] = (mlp_layer){ (int)in, (int)out, offset,
+                                 offset + out * in };
+        offset += out * in + out;
+    }
+    for (int l = 0; l < z->layer_count; l++) {
+        tp_layer *layer = &z->layers[l];
+        const mlp_layer *at = &shapes[l];
+        const size_t in = (size_t)layer->in, out = (size_t)layer->out;
+        const size_t first = (size_t)layer->part.first;
+        const size_t count = (size_t)layer->part.count;
+        float *w = layer->params;
+        if (layer->split == TP_ROW) {
+            /* Columns first .. first+count-1 of every row, then all of b. */
+            for (size_t r = 0; r < out; r++)
+                mlp_init_range(&whole, seed, at->weights + r * in + first,
+                               count, w + r * count);
+            mlp_init_range(&whole, seed, at->biases, out, w + out * count);
+        } else {
+            /* Rows first .. first+count-1 of W, then of b. */
+            mlp_init_range(&whole, seed, at->weights + first * in,
+                           count * in, w);
+            mlp_init_range(&whole, seed, at->biases + first, count,
+                           w + count * in);
+        }
+        memset(layer->grads, 0, layer->held * sizeof *layer->grads);
+        memset(layer->m, 0, layer->held * sizeof *layer->m);
+        memset(layer->v, 0, layer->held * sizeof *layer->v);
+    }
+}
+
+size_t tp_held_total(const tp_state *z)
+{
+    size_t total = 0;
+    for (int l = 0; l < z->layer_count; l++)
+        total += z->layers[l].held;
+    return total;
+}
+
+void tp_destroy(tp_state *z)
+{
+    for (int l = 0; z->layers != NULL && l < z->layer_count; l++) {
+        tp_layer *layer = &z->layers[l];
+        ledger_free(layer->params);
+        ledger_free(layer->grads);
+        ledger_free(layer->m);
+        ledger_free(layer->v);
+        ledger_free(layer->pre);
+        ledger_free(layer->post);
+    }
+    for (int k = 0; k < 2; k++)
+        ledger_free(z->gradient[k]);
+    free(z->layers);
+    MPI_CHECK(MPI_Comm_free(&z->comm));
+    memset(z, 0, sizeof *z);
+}

@@ -1,0 +1,184 @@
+/* Lesson 08, tensor parallelism as Megatron-LM does it: reference
+ * solution.
+ * You write: the column-parallel layer (TODO 1); the row-parallel layer
+ * (TODO 2); the model, its layers in pairs, and the layer left over
+ * (TODO 3); the optimizer step on each rank's own part (TODO 4).
+ * Given: the layers' products on a part of a layer (common/layer_split.h),
+ * the activations (common/activation.h), the sums over the ranks
+ * (tp_allreduce, tp_state.c), the optimizer (common/optimizer.h), the
+ * memory ledger; the driver does the loss and the data (main.c). */
+#include <stddef.h>
+
+#include "activation.h"
+#include "layer_split.h"
+#include "memory_ledger.h"
+#include "not_done.h"
+#include "optimizer.h"
+#include "partition.h"
+#include "tensor_parallel.h"
+
+/* ---- TODO 1: the column-parallel layer ------------------------------- */
+
+tp_part tp_column_part(int out, int ranks, int rank)
+{
+    /* TODO 1 start */
+    size_t begin, end;
+    block_range((size_t)out, (size_t)ranks, (size_t)rank, &begin, &end);
+    return (tp_part){ (int)begin, (int)(end - begin) };
+    /* TODO 1 end */
+}
+
+void tp_column_forward(tp_state *z, int l, const float *input)
+{
+    /* TODO 1 start */
+    tp_layer *layer = &z->layers[l];
+    const size_t in = (size_t)layer->in, n = (size_t)layer->part.count;
+    layer_columns_forward(z->batch, in, n, input, layer->params,
+                          layer->params + n * in, layer->pre);
+    activation_forward(ACTIVATION_RELU, layer->pre, layer->post,
+                       z->batch * n);
+    /* TODO 1 end */
+}
+
+void tp_column_backward(tp_state *z, int l, const float *input,
+                        float *dpost, float *dinput)
+{
+    /* TODO 1 start */
+    tp_layer *layer = &z->layers[l];
+    const size_t in = (size_t)layer->in, n = (size_t)layer->part.count;
+    activation_backward(ACTIVATION_RELU, layer->pre, dpost, z->batch * n);
+    layer_columns_backward(z->batch, in, n, input, layer->params, dpost,
+                           layer->grads, layer->grads + n * in, dinput);
+    if (dinput != NULL)
+        tp_allreduce(z, dinput, z->batch * in);
+    /* TODO 1 end */
+}
+
+/* ---- TODO 2: the row-parallel layer ---------------------------------- */
+
+void tp_row_forward(tp_state *z, int l, const float *input_part)
+{
+    /* TODO 2 start */
+    tp_layer *layer = &z->layers[l];
+    const size_t out = (size_t)layer->out, k = (size_t)layer->part.count;
+    const float *bias = layer->params + out * k;
+    layer_rows_forward(z->batch, k, out, input_part, layer->params,
+                       layer->pre);
+    tp_allreduce(z, layer->pre, z->batch * out);
+    for (size_t s = 0; s < z->batch; s++)
+        for (size_t j = 0; j < out; j++)
+            layer->pre[s * out + j] += bias[j];
+    if (layer->activated)
+        activation_forward(ACTIVATION_RELU, layer->pre, layer->post,
+                           z->batch * out);
+    /* TODO 2 end */
+}
+
+void tp_row_backward(tp_state *z, int l, const float *input_part,
+                     float *dpost, float *dinput_part)
+{
+    /* TODO 2 start */
+    tp_layer *layer = &z->layers[l];
+    const size_t out = (size_t)layer->out, k = (size_t)layer->part.count;
+    if (layer->activated)
+        activation_backward(ACTIVATION_RELU, layer->pre, dpost,
+                            z->batch * out);
+    layer_rows_backward(z->batch, k, out, input_part, layer->params, dpost,
+                        layer->grads, dinput_part);
+    layer_bias_backward(z->batch, out, dpost, layer->grads + out * k);
+    /* TODO 2 end */
+}
+
+/* ---- TODO 1-3: what a rank holds ------------------------------------- */
+
+int tp_allocate_layer(tp_state *z, int l)
+{
+    tp_layer *layer = &z->layers[l];
+    const size_t in = (size_t)layer->in, out = (size_t)layer->out;
+    const size_t count = (size_t)layer->part.count;
+    switch (layer->split) {
+    case TP_COLUMN:
+        /* TODO 1 start */
+        layer->held = count * in + count;
+        /* TODO 1 end */
+        break;
+    case TP_ROW:
+        /* TODO 2 start */
+        layer->held = out * count + out;
+        /* TODO 2 end */
+        break;
+    case TP_WHOLE:
+        /* TODO 3 start */
+        layer->held = out * in + out;
+        /* TODO 3 end */
+        break;
+    }
+    const size_t bytes = layer->held * sizeof(float);
+    if ((layer->params = ledger_alloc(MEMORY_PARAMETERS, bytes)) == NULL ||
+        (layer->grads = ledger_alloc(MEMORY_GRADIENTS, bytes)) == NULL ||
+        (layer->m = ledger_alloc(MEMORY_OPTIMIZER, bytes)) == NULL ||
+        (layer->v = ledger_alloc(MEMORY_OPTIMIZER, bytes)) == NULL)
+        return -1;
+    return 0;
+}
+
+/* ---- TODO 3: the tensor-parallel MLP --------------------------------- */
+
+void tp_forward(tp_state *z, const float *inputs)
+{
+    /* TODO 3 start */
+    const float *input = inputs;
+    for (int l = 0; l < z->layer_count; l++) {
+        tp_layer *layer = &z->layers[l];
+        if (layer->split == TP_COLUMN)
+            tp_column_forward(z, l, input);
+        else if (layer->split == TP_ROW)
+            tp_row_forward(z, l, input);
+        else /* the last layer, whole: the logits, no activation */
+            layer_columns_forward(z->batch, (size_t)layer->in,
+                                  (size_t)layer->out, input, layer->params,
+                                  layer->params + (size_t)layer->out *
+                                                      (size_t)layer->in,
+                                  layer->pre);
+        input = layer->post;
+    }
+    /* TODO 3 end */
+}
+
+void tp_backward(tp_state *z, const float *inputs)
+{
+    /* TODO 3 start */
+    int at = 0;   /* z->gradient[at]: the gradient at layer l's outputs */
+    for (int l = z->layer_count - 1; l >= 0; l--) {
+        tp_layer *layer = &z->layers[l];
+        const float *input = l == 0 ? inputs : z->layers[l - 1].post;
+        float *dpost = z->gradient[at];
+        float *dinput = l == 0 ? NULL : z->gradient[1 - at];
+        if (layer->split == TP_COLUMN)
+            tp_column_backward(z, l, input, dpost, dinput);
+        else if (layer->split == TP_ROW)
+            tp_row_backward(z, l, input, dpost, dinput);
+        else
+            layer_columns_backward(z->batch, (size_t)layer->in,
+                                   (size_t)layer->out, input, layer->params,
+                                   dpost, layer->grads,
+                                   layer->grads + (size_t)layer->out *
+                                                      (size_t)layer->in,
+                                   dinput);
+        at = 1 - at;
+    }
+    /* TODO 3 end */
+}
+
+/* ---- TODO 4: training ------------------------------------------------ */
+
+void tp_update(tp_state *z, long step)
+{
+    /* TODO 4 start */
+    for (int l = 0; l < z->layer_count; l++) {
+        tp_layer *layer = &z->layers[l];
+        adamw_step(&z->adamw, step + 1, layer->params, layer->grads,
+                   layer->m, layer->v, layer->held);
+    }
+    /* TODO 4 end */
+}
