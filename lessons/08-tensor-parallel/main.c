@@ -233,7 +233,6 @@ static const float *parameters(void *context)
 
 static void report_lines(void *context, FILE *report)
 {
-    static const char *const splits[] = { "column", "row", "whole" };
     trainer *t = context;
     const tp_state *z = &t->tp;
     const run_config *c = t->config;
@@ -241,8 +240,10 @@ static void report_lines(void *context, FILE *report)
             z->ranks, z->rank, c->dp, c->dp_rank, z->layer_count);
     for (int l = 0; l < z->layer_count; l++) {
         const tp_layer *layer = &z->layers[l];
-        fprintf(report, "layer %d %s %d %d %d %d %zu\n", l,
-                splits[layer->split], layer->in, layer->out,
+        /* layer L SPLIT IN OUT FIRST COUNT HELD; SPLIT 0 column, 1 row,
+         * 2 whole */
+        fprintf(report, "layer %d %d %d %d %d %d %zu\n", l,
+                (int)layer->split, layer->in, layer->out,
                 layer->part.first, layer->part.count, layer->held);
     }
     tp_record_write(report);

@@ -47,8 +47,9 @@ typedef enum { TP_PHASE_NONE, TP_PHASE_FORWARD, TP_PHASE_LOSS,
 void tp_record_phase(tp_phase phase);
 void tp_record_stop(void);
 
-/* The report's lines of the record: "collective PHASE KIND COUNT" per
- * call, in order. */
+/* The report's lines of the record: "collectives N", then per call, in
+ * order, "collective K PHASE KIND COUNT" (KIND 0 allreduce, 1
+ * reduce-scatter, 2 allgather). */
 void tp_record_write(FILE *report);
 
 #endif

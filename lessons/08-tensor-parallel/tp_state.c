@@ -52,17 +52,16 @@ static void record_call(char kind, size_t count)
 
 void tp_record_write(FILE *report)
 {
-    static const char *const phases[] = { "none", "forward", "loss",
-                                          "backward", "update" };
-    static const char *const kinds[] = { ['A'] = "allreduce",
-                                         ['R'] = "reduce-scatter",
-                                         ['G'] = "allgather" };
+    /* "collective K PHASE KIND COUNT", numbers only: PHASE a tp_phase,
+     * KIND 0 allreduce, 1 reduce-scatter, 2 allgather. */
     fprintf(report, "collectives %zu\ncollectives_dropped %zu\n",
             record.count, record.dropped);
     for (size_t k = 0; k < record.count; k++)
-        fprintf(report, "collective %s %s %zu\n",
-                phases[record.calls[k].phase],
-                kinds[(int)record.calls[k].kind], record.calls[k].count);
+        fprintf(report, "collective %zu %d %d %zu\n", k,
+                (int)record.calls[k].phase,
+                record.calls[k].kind == 'A'   ? 0
+                : record.calls[k].kind == 'R' ? 1 : 2,
+                record.calls[k].count);
 }
 
 /* ---- The helpers ------------------------------------------------------------ */
