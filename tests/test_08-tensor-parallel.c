@@ -458,12 +458,13 @@ static const run_shape two_pairs = { 3, 37, 3, 4, 40, 8, 1e-3, 0.1 };
 /* Hidden layers of 3 units on 4 ranks: the last rank holds no row. */
 static const run_shape narrow_run = { 2, 3, 3, 4, 40, 8, 1e-3, 0.1 };
 
-static run_result run_tp(int ranks, int t, const run_shape *shape,
+static run_result run_tp(int ranks, int t, bool sp, const run_shape *shape,
                          const char *out, double timeout_s)
 {
     char number[16];
     snprintf(number, sizeof number, "%d", t);
-    const char *flags[] = { "--tp", number, NULL };
+    const char *flags[] = { "--tp", number,
+                            sp ? "--sequence-parallel" : NULL, NULL };
     return training_run(LESSON, "train_tp", ranks, shape, flags, out,
                         timeout_s);
 }
@@ -641,111 +642,169 @@ static void expect_serial_loss(const char *out, const run_shape *shape,
 
 /* ---- The costs ---- */
 
-/* Bytes rank r sends in tp_allreduce of `count` floats over t ranks: a
- * reduce-scatter (each peer its block: count - |own|) and an allgather
- * (its block to each peer: (t-1)|own|), 4 bytes each
- * (common/collectives.h). */
-static unsigned long long allreduce_sent(size_t count, int t, int r)
+enum { PHASE_FORWARD = 1, PHASE_LOSS = 2, PHASE_BACKWARD = 3,
+       PHASE_UPDATE = 4 };
+enum { ALLREDUCE = 0, REDUCE_SCATTER = 1, ALLGATHER = 2 };
+
+/* Bytes rank r sends in a collective of `count` floats over t ranks, its
+ * block of the balanced partition |own| (common/collectives.h): a
+ * reduce-scatter sends each peer its block, count - |own|; an allgather
+ * its own block to each peer, (t-1)|own|; an allreduce both. 4 bytes
+ * each. */
+static unsigned long long collective_sent(int kind, size_t count, int t,
+                                          int r)
 {
     size_t begin, end;
     training_block_of(count, t, r, &begin, &end);
-    return 4ull * ((count - (end - begin)) + (size_t)(t - 1) * (end - begin));
+    const unsigned long long own = end - begin;
+    const unsigned long long scatter = count - own;
+    const unsigned long long gather = (unsigned long long)(t - 1) * own;
+    return 4 * (kind == REDUCE_SCATTER ? scatter
+                : kind == ALLGATHER    ? gather
+                                       : scatter + gather);
 }
 
-enum { PHASE_FORWARD = 1, PHASE_LOSS = 2, PHASE_BACKWARD = 3,
-       PHASE_UPDATE = 4 };
+/* The collectives a step must issue, in order. Without sequence
+ * parallelism: forward, an allreduce of batch x out after each row layer
+ * (g); backward, one of batch x in at each column layer but the first
+ * (f; the inputs are data, their gradient nobody needs), last layer
+ * first. With it, outside the pairs each rank keeps its rows: a row
+ * layer but the last reduce-scatters (its backward allgathers the
+ * gradient of its rows), a layer after one (a column layer, the whole
+ * layer) allgathers its input first (its backward reduce-scatters the
+ * input's gradient: the whole layer's is whole already, and needs none);
+ * the last row layer's logits stay whole (the loss needs them), an
+ * allreduce as before. */
+typedef struct {
+    int phase, kind;
+    size_t count;
+} expected_call;
 
-/* The collectives a step must issue: forward, one allreduce of batch x
- * out after each row layer (g); backward, one of batch x in at each
- * column layer but the first (f; the inputs are data, their gradient
- * nobody needs), last layer first. */
-static int expected_calls(const tp_layout *g, size_t batch, int phases[],
-                          size_t counts[])
+static int expected_calls(const tp_layout *g, size_t batch, bool sp,
+                          expected_call calls[])
 {
     int n = 0;
-    for (int l = 0; l < g->layer_count; l++)
-        if (g->split[l] == ROW) {
-            phases[n] = PHASE_FORWARD;
-            counts[n++] = batch * (size_t)g->out[l];
-        }
-    for (int l = g->layer_count - 1; l > 0; l--)
-        if (g->split[l] == COLUMN) {
-            phases[n] = PHASE_BACKWARD;
-            counts[n++] = batch * (size_t)g->in[l];
-        }
+    const int last = g->layer_count - 1;
+    for (int l = 0; l < g->layer_count; l++) {
+        const size_t in = batch * (size_t)g->in[l];
+        const size_t out = batch * (size_t)g->out[l];
+        if (sp && l > 0 && g->split[l] != ROW)
+            calls[n++] = (expected_call){ PHASE_FORWARD, ALLGATHER, in };
+        if (g->split[l] == ROW)
+            calls[n++] = (expected_call){ PHASE_FORWARD,
+                                          sp && l != last ? REDUCE_SCATTER
+                                                          : ALLREDUCE,
+                                          out };
+    }
+    for (int l = last; l > 0; l--) {
+        const size_t in = batch * (size_t)g->in[l];
+        const size_t out = batch * (size_t)g->out[l];
+        if (sp && g->split[l] == ROW && l != last)
+            calls[n++] = (expected_call){ PHASE_BACKWARD, ALLGATHER, out };
+        if (g->split[l] == COLUMN)
+            calls[n++] = (expected_call){ PHASE_BACKWARD,
+                                          sp ? REDUCE_SCATTER : ALLREDUCE,
+                                          in };
+    }
     return n;
 }
 
 static const char *const phase_names[] = { "outside the step", "forward",
                                            "the loss", "backward",
                                            "tp_update" };
+static const char *const kind_names[] = { "allreduce", "reduce-scatter",
+                                          "allgather", "unknown call" };
 
-static void expect_traffic(const char *report, int rank, int t,
+/* What the lesson says of an expected call, for a message. */
+static const char *call_hint(const expected_call *c, bool sp)
+{
+    if (!sp)
+        return c->phase == PHASE_FORWARD
+                   ? "TODO 2: a row layer's outputs are partial sums until "
+                     "tp_allreduce adds them (g: sum forward, nothing "
+                     "backward)"
+                   : "TODO 1: a column layer's input gradient is a partial "
+                     "sum; tp_allreduce adds them (f: nothing forward, "
+                     "sum backward)";
+    switch (c->kind) {
+    case REDUCE_SCATTER:
+        return c->phase == PHASE_FORWARD
+                   ? "TODO 5: a row layer's partial sums are "
+                     "reduce-scattered: each rank needs its rows' sums only "
+                     "(an allreduce, then keeping the rows, sends twice as "
+                     "much)"
+                   : "TODO 5: a column layer's input gradient goes to the "
+                     "rank whose rows they are: tp_reduce_scatter";
+    case ALLGATHER:
+        return c->phase == PHASE_FORWARD
+                   ? "TODO 5: a layer after a row layer needs the whole "
+                     "input: tp_gather_input"
+                   : "TODO 5: a row layer's backward needs the whole batch's "
+                     "gradient: every rank's rows, allgathered";
+    default:
+        return "TODO 5: the last row layer's logits stay whole: an "
+               "allreduce, as without sequence parallelism";
+    }
+}
+
+static void expect_traffic(const char *report, int rank, int t, bool sp,
                            const run_shape *shape, const char *what)
 {
     const tp_layout g = layout_of(shape, t);
     const int r = rank % t;
-    int phases[2 * MOST_LAYERS];
-    size_t counts[2 * MOST_LAYERS];
-    const int n = expected_calls(&g, (size_t)shape->batch, phases, counts);
+    expected_call calls[4 * MOST_LAYERS];
+    const int n = expected_calls(&g, (size_t)shape->batch, sp, calls);
     unsigned long long want[5] = { 0 };
     for (int k = 0; k < n; k++)
-        want[phases[k]] += allreduce_sent(counts[k], t, r);
+        want[calls[k].phase] += collective_sent(calls[k].kind,
+                                                calls[k].count, t, r);
     /* On one rank a sum over the ranks is no sum at all: a program may
      * skip the call, and nothing is sent either way. */
     if (t > 1) {
-        unsigned long long calls = report_value(report, rank, "collectives");
-        for (int k = 0; k < n || k < (int)calls; k++) {
+        unsigned long long issued = report_value(report, rank,
+                                                 "collectives");
+        for (int k = 0; k < n || k < (int)issued; k++) {
             char key[32];
             unsigned long long v[3] = { 0, 0, 0 };
             snprintf(key, sizeof key, "collective %d", k);
-            bool have = k < (int)calls &&
+            bool have = k < (int)issued &&
                         harness_report_values(report, key, v, 3) == 3;
+            const char *kind = kind_names[v[1] < 3 ? v[1] : 3];
+            const char *phase = phase_names[v[0] < 5 ? v[0] : 0];
             if (k >= n)
                 ck_assert_msg(0, "%s, rank %d: the first step's collective "
-                              "%d, an %s of %llu floats in %s, is one too "
-                              "many: a step issues %d (one allreduce "
-                              "forward per pair, one backward per pair "
-                              "but the first). Hint: %s", what, rank, k + 1,
-                              v[1] == 0 ? "allreduce" : "other collective",
-                              v[2], phase_names[v[0] < 5 ? v[0] : 0], n,
-                              v[0] == PHASE_BACKWARD
+                              "%d, a%s %s of %llu floats in %s, is one too "
+                              "many: a step issues %d. Hint: %s", what,
+                              rank, k + 1, v[1] == 0 ? "n" : "", kind, v[2],
+                              phase, n,
+                              v[0] == PHASE_UPDATE
+                                  ? "TODO 4: every gradient a rank holds "
+                                    "is whole: nothing to sum before the "
+                                    "update"
+                              : v[0] == PHASE_BACKWARD
                                   ? "TODO 2-3: a row layer's backward and "
                                     "the bias's gradient need no sum; "
                                     "layer 0's input gradient is not "
                                     "needed"
-                                  : v[0] == PHASE_UPDATE
-                                        ? "TODO 4: every gradient a rank "
-                                          "holds is whole: nothing to sum "
-                                          "before the update"
-                                        : "TODO 1-3: a column layer's "
-                                          "forward and the whole layer's "
-                                          "need no communication");
+                                  : "TODO 1-3: a column layer's forward "
+                                    "and the whole layer's need no "
+                                    "communication");
+            const expected_call *c = &calls[k];
             ck_assert_msg(have, "%s, rank %d: the first step issued %llu "
-                          "collectives; it must issue %d: an allreduce of "
-                          "%zu floats in %s is missing. Hint: %s", what,
-                          rank, calls, n, counts[k], phase_names[phases[k]],
-                          phases[k] == PHASE_FORWARD
-                              ? "TODO 2: a row layer's outputs are partial "
-                                "sums until tp_allreduce adds them"
-                              : "TODO 1: a column layer's input gradient is "
-                                "a partial sum; tp_allreduce adds them");
-            ck_assert_msg(v[0] == (unsigned long long)phases[k] &&
-                          v[1] == 0 && v[2] == counts[k], "%s, rank %d: "
-                          "the first step's collective %d is an %s of %llu "
-                          "floats in %s; the lesson's is an allreduce of "
-                          "%zu (batch x %s) in %s. Hint: %s", what, rank,
-                          k + 1, v[1] == 0 ? "allreduce" : "other collective",
-                          v[2], phase_names[v[0] < 5 ? v[0] : 0], counts[k],
-                          phases[k] == PHASE_FORWARD ? "the row layer's "
-                                                       "outputs"
-                                                     : "the column layer's "
-                                                       "inputs",
-                          phase_names[phases[k]],
-                          phases[k] == PHASE_FORWARD
-                              ? "TODO 2 (g: sum forward, nothing backward)"
-                              : "TODO 1 (f: nothing forward, sum "
-                                "backward)");
+                          "collectives; it must issue %d: a%s %s of %zu "
+                          "floats in %s is missing. Hint: %s", what, rank,
+                          issued, n, c->kind == ALLREDUCE ? "n" : "",
+                          kind_names[c->kind], c->count,
+                          phase_names[c->phase], call_hint(c, sp));
+            ck_assert_msg(v[0] == (unsigned long long)c->phase &&
+                          v[1] == (unsigned long long)c->kind &&
+                          v[2] == c->count, "%s, rank %d: the first step's "
+                          "collective %d is a%s %s of %llu floats in %s; "
+                          "the lesson's is a%s %s of %zu in %s. Hint: %s",
+                          what, rank, k + 1, v[1] == 0 ? "n" : "", kind,
+                          v[2], phase, c->kind == ALLREDUCE ? "n" : "",
+                          kind_names[c->kind], c->count,
+                          phase_names[c->phase], call_hint(c, sp));
         }
     }
     static const char *const keys[] = { NULL, "sent_forward", "sent_loss",
@@ -756,9 +815,9 @@ static void expect_traffic(const char *report, int rank, int t,
                                                      shape->steps;
         ck_assert_msg(got == expected, "%s, rank %d: %s sent %llu bytes "
                       "over %d steps; the lesson's collectives send %llu. "
-                      "Hint: every sum over the ranks through "
-                      "tp_allreduce, each once", what, rank,
-                      phase_names[p], got, shape->steps, expected);
+                      "Hint: every sum over the ranks through the given "
+                      "tp_ helpers, each once", what, rank, phase_names[p],
+                      got, shape->steps, expected);
     }
 }
 
@@ -772,15 +831,23 @@ static size_t held_floats(const tp_layout *g, int r)
 }
 
 /* The activations the given code holds: every layer's pre and post (a
- * column layer's for its rows, the others' whole), the two gradient
- * buffers of the widest layer, and the loop's batch of inputs
- * (common/train.c), for `batch` samples. */
-static size_t activation_floats(const tp_layout *g, int r, size_t batch)
+ * column layer's for its rows, the others' whole; with sequence
+ * parallelism a row layer's but the last's for the rank's batch / t
+ * samples, and a gathered input for each layer after a row layer), the
+ * two gradient buffers of the widest layer, and the loop's batch of
+ * inputs (common/train.c), for `batch` samples. */
+static size_t activation_floats(const tp_layout *g, int r, size_t batch,
+                                bool sp)
 {
     size_t total = 0, widest = FEATURES;
+    const int last = g->layer_count - 1;
     for (int l = 0; l < g->layer_count; l++) {
-        total += 2 * batch * (g->split[l] == COLUMN ? g->count[l][r]
-                                                    : (size_t)g->out[l]);
+        const bool rows = sp && g->split[l] == ROW && l != last;
+        total += 2 * (rows ? batch / (size_t)g->t : batch) *
+                 (g->split[l] == COLUMN ? g->count[l][r]
+                                        : (size_t)g->out[l]);
+        if (sp && l > 0 && g->split[l] != ROW)
+            total += batch * (size_t)g->in[l];
         if ((size_t)g->out[l] > widest)
             widest = (size_t)g->out[l];
     }
@@ -792,7 +859,7 @@ static size_t activation_floats(const tp_layout *g, int r, size_t batch)
  * to 72 KiB seen); less than any whole copy on the measured model below. */
 enum { HEAP_SLACK = 96 << 10 };
 
-static void expect_memory(const char *report, int rank, int t,
+static void expect_memory(const char *report, int rank, int t, bool sp,
                           const run_shape *shape, const char *what)
 {
     const tp_layout g = layout_of(shape, t);
@@ -818,12 +885,15 @@ static void expect_memory(const char *report, int rank, int t,
     unsigned long long activations = report_value(report, rank,
                                                   "peak activations");
     unsigned long long want = 4ull * activation_floats(&g, r,
-                                                       (size_t)shape->batch);
+                                                       (size_t)shape->batch,
+                                                       sp);
     ck_assert_msg(activations == want, "%s, rank %d: activations peaked at "
                   "%llu bytes; the given buffers hold %llu, and the "
-                  "lesson's algorithm needs no more. Hint: TODO 1-3: no "
-                  "copy of a layer's output or gradient beside them",
-                  what, rank, activations, want);
+                  "lesson's algorithm needs no more. Hint: %s: no copy of "
+                  "a layer's output or gradient beside them%s", what, rank,
+                  activations, want, sp ? "TODO 5" : "TODO 1-3",
+                  sp ? " (a row layer's partial sums fit z->gradient[0], "
+                       "free during forward)" : "");
     if (harness_outside_measures())
         return;
     unsigned long long heap = report_value(report, rank, "heap_growth");
@@ -841,12 +911,12 @@ static void expect_memory(const char *report, int rank, int t,
  * receive and send slots (collectives.h: at most a chunk a peer each,
  * fp32), and the report's copy of the parameters. */
 static unsigned long long allowed_after_boundary(const run_shape *shape,
-                                                 int t, int r)
+                                                 int t, bool sp, int r)
 {
     const tp_layout g = layout_of(shape, t);
     const size_t held = held_floats(&g, r);
     unsigned long long allowed = 4ull * (4 * held + held) +
-        4ull * activation_floats(&g, r, (size_t)shape->batch);
+        4ull * activation_floats(&g, r, (size_t)shape->batch, sp);
     size_t slot = (size_t)shape->batch * (size_t)shape->width;
     if (slot > COLLECTIVES_CHUNK_ELEMENTS)
         slot = COLLECTIVES_CHUNK_ELEMENTS;
@@ -855,7 +925,7 @@ static unsigned long long allowed_after_boundary(const run_shape *shape,
 }
 
 static void expect_outside(const run_result *res, const char *report,
-                           int ranks, int rank, int t,
+                           int ranks, int rank, int t, bool sp,
                            const run_shape *shape, const char *what)
 {
     watch_report w = harness_read_watch(res, rank);
@@ -864,7 +934,7 @@ static void expect_outside(const run_result *res, const char *report,
     harness_expect_sent(&w, rank, &counted, what, hint);
     harness_expect_received(&w, rank, &counted, what, hint);
 #ifndef HARNESS_SHADOW_MEMORY
-    harness_expect_memory(&w, rank, allowed_after_boundary(shape, t,
+    harness_expect_memory(&w, rank, allowed_after_boundary(shape, t, sp,
                                                            rank % t),
                           what, "TODO 1-3: each rank holds its part of "
                           "every split layer, not the whole");
@@ -872,14 +942,14 @@ static void expect_outside(const run_result *res, const char *report,
 }
 
 /* One run on `ranks` ranks in groups of t, every check on every rank. */
-static void check_run(int ranks, int t, const run_shape *shape,
+static void check_run(int ranks, int t, bool sp, const run_shape *shape,
                       const char *name)
 {
-    char out[HARNESS_PATH], what[128];
+    char out[HARNESS_PATH], what[160];
     harness_out_dir(out);
-    snprintf(what, sizeof what, "%s, t = %d on %d rank%s", name, t, ranks,
-             ranks == 1 ? "" : "s");
-    run_result r = run_tp(ranks, t, shape, out, 15);
+    snprintf(what, sizeof what, "%s, t = %d on %d rank%s%s", name, t, ranks,
+             ranks == 1 ? "" : "s", sp ? ", sequence-parallel" : "");
+    run_result r = run_tp(ranks, t, sp, shape, out, 15);
     harness_expect_success(&r, what);
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
@@ -891,10 +961,10 @@ static void check_run(int ranks, int t, const run_shape *shape,
         expect_serial_loss(out, shape, what);
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
-        expect_traffic(report, rank, t, shape, what);
-        expect_memory(report, rank, t, shape, what);
+        expect_traffic(report, rank, t, sp, shape, what);
+        expect_memory(report, rank, t, sp, shape, what);
         if (harness_outside_measures() && harness_outside_traffic())
-            expect_outside(&r, report, ranks, rank, t, shape, what);
+            expect_outside(&r, report, ranks, rank, t, sp, shape, what);
         free(report);
     }
     run_result_free(&r);
@@ -904,26 +974,51 @@ static void check_run(int ranks, int t, const run_shape *shape,
 START_TEST(pair_and_whole_layer)
 {
     for (int t = 1; t <= 4; t++)
-        check_run(t, t, &test_run, "a pair and the output layer whole");
+        check_run(t, t, false, &test_run,
+                  "a pair and the output layer whole");
 }
 END_TEST
 
 START_TEST(two_pairs_run)
 {
     for (int t = 2; t <= 4; t += 2)
-        check_run(t, t, &two_pairs, "two pairs");
+        check_run(t, t, false, &two_pairs, "two pairs");
 }
 END_TEST
 
 START_TEST(narrow_layers)
 {
-    check_run(4, 4, &narrow_run, "layers of 3 units");
+    check_run(4, 4, false, &narrow_run, "layers of 3 units");
 }
 END_TEST
 
 START_TEST(groups_and_replicas)
 {
-    check_run(4, 2, &test_run, "2 replicas of a pair and a whole layer");
+    check_run(4, 2, false, &test_run,
+              "2 replicas of a pair and a whole layer");
+}
+END_TEST
+
+/* Sequence parallelism trains bitwise the same model: a reduce-scatter
+ * adds the same terms in the same order as the allreduce it replaces. */
+START_TEST(sequence_parallel_pair_and_whole_layer)
+{
+    for (int t = 2; t <= 4; t += 2)
+        check_run(t, t, true, &test_run,
+                  "a pair and the output layer whole");
+}
+END_TEST
+
+START_TEST(sequence_parallel_two_pairs)
+{
+    for (int t = 2; t <= 4; t += 2)
+        check_run(t, t, true, &two_pairs, "two pairs");
+}
+END_TEST
+
+START_TEST(sequence_parallel_replicas)
+{
+    check_run(4, 2, true, &two_pairs, "2 replicas of two pairs");
 }
 END_TEST
 
@@ -946,13 +1041,13 @@ START_TEST(memory_measured)
                  "memory too");
 #endif
     const char *what = "t = 4, 2 hidden layers of 1024";
-    run_result r = run_tp(ranks, ranks, &measured_run, NULL, 20);
+    run_result r = run_tp(ranks, ranks, false, &measured_run, NULL, 20);
     harness_expect_success(&r, what);
     for (int rank = 0; rank < ranks; rank++) {
         watch_report w = harness_read_watch(&r, rank);
         harness_expect_memory(&w, rank,
                               allowed_after_boundary(&measured_run, ranks,
-                                                     rank),
+                                                     false, rank),
                               what, "TODO 1-3: each rank holds its part of "
                               "every split layer, not the whole");
     }
@@ -1003,6 +1098,13 @@ Suite *lesson_suite(void)
                 "same checks", narrow_layers, 0, 25);
     harness_add(suite, "2 replicas of a group of 2 on 4 ranks: the same "
                 "checks", groups_and_replicas, 0, 25);
+    harness_add(suite, "sequence parallelism, a pair and the output layer "
+                "whole on t = 2 and 4: the same weights, its collectives and "
+                "memory", sequence_parallel_pair_and_whole_layer, 0, 40);
+    harness_add(suite, "sequence parallelism, two pairs on t = 2 and 4: the "
+                "same checks", sequence_parallel_two_pairs, 0, 40);
+    harness_add(suite, "sequence parallelism, 2 replicas of a group of 2: "
+                "the same checks", sequence_parallel_replicas, 0, 25);
     harness_add(suite, "t = 4, a model of 1.1 million parameters: the "
                 "memory each rank holds, measured outside it",
                 memory_measured, 0, 25);

@@ -46,6 +46,7 @@ typedef struct {
     int hidden, width, features, classes, tp;
     double learning_rate, weight_decay;
     uint64_t seed;
+    bool sequence_parallel;
     const char *out;
     int rank, ranks;          /* in the world */
     int dp, dp_rank;          /* the replicas, and this rank's */
@@ -64,6 +65,9 @@ typedef struct {
     uint64_t sent[SENT_KINDS];
     ledger_watch memory;
     float *held;              /* the parameters held, for the report */
+    float *padded;            /* sequence parallelism: a held-out batch
+                                 made a multiple of t, (max_batch,
+                                 features) */
     char error[256];
 } trainer;
 
@@ -92,17 +96,28 @@ static void phase_end(trainer *t, int kind, uint64_t before)
     ledger_watch_sample(&t->memory);
 }
 
-/* The mean cross-entropy of the batch on the last layer's outputs (whole
- * on every rank), and with `backward` its gradient at the logits into
- * gradient[0], where tp_backward starts. Stops the job on a NaN loss. */
-static float loss_of(trainer *t, const int *labels, bool backward,
-                     int *correct, long step)
+/* The step's batch, and with sequence parallelism this rank's rows of
+ * it: the balanced partition of the batch, a multiple of t. */
+static void set_batch(trainer *t, size_t batch)
+{
+    tp_state *z = &t->tp;
+    z->batch = batch;
+    z->rows = batch / (size_t)z->ranks;
+    z->rows_first = z->rows * (size_t)z->rank;
+}
+
+/* The mean cross-entropy of the first `samples` rows of the batch on the
+ * last layer's outputs (whole on every rank), and with `backward` its
+ * gradient at the logits into gradient[0], where tp_backward starts.
+ * Stops the job on a NaN loss. */
+static float loss_of(trainer *t, const int *labels, size_t samples,
+                     bool backward, int *correct, long step)
 {
     tp_state *z = &t->tp;
     tp_layer *last = &z->layers[z->layer_count - 1];
-    double sum = cross_entropy_sum(last->pre, last->post, labels, z->batch,
+    double sum = cross_entropy_sum(last->pre, last->post, labels, samples,
                                    last->out, correct);
-    float loss = (float)(sum / (double)z->batch);
+    float loss = (float)(sum / (double)samples);
     if (isnan(loss)) {
         char why[320];
         snprintf(why, sizeof why, "the loss is NaN %s%ld: a layer's output "
@@ -113,7 +128,7 @@ static float loss_of(trainer *t, const int *labels, bool backward,
         tp_abort(z, why);
     }
     if (backward)
-        cross_entropy_gradient(last->post, labels, z->batch, last->out,
+        cross_entropy_gradient(last->post, labels, samples, last->out,
                                z->gradient[0]);
     return loss;
 }
@@ -123,16 +138,17 @@ static float forward_backward(void *context, long step, const float *inputs,
                               const int *labels, size_t batch)
 {
     trainer *t = context;
+    const bool sp = t->config->sequence_parallel;
     t->counting = true;
-    t->tp.batch = batch;
+    set_batch(t, batch);
     uint64_t before = phase_begin(t, TP_PHASE_FORWARD);
-    tp_forward(&t->tp, inputs);
+    (sp ? tp_forward_sp : tp_forward)(&t->tp, inputs);
     phase_end(t, TP_PHASE_FORWARD, before);
     before = phase_begin(t, TP_PHASE_LOSS);
-    float loss = loss_of(t, labels, true, NULL, step);
+    float loss = loss_of(t, labels, batch, true, NULL, step);
     phase_end(t, TP_PHASE_LOSS, before);
     before = phase_begin(t, TP_PHASE_BACKWARD);
-    tp_backward(&t->tp, inputs);
+    (sp ? tp_backward_sp : tp_backward)(&t->tp, inputs);
     phase_end(t, TP_PHASE_BACKWARD, before);
     return loss;
 }
@@ -210,9 +226,23 @@ static size_t classify(void *context, const float *inputs, const int *labels,
 {
     trainer *t = context;
     int correct = 0;
-    t->tp.batch = batch;
-    tp_forward(&t->tp, inputs);
-    loss_of(t, labels, false, &correct, -1);
+    if (!t->config->sequence_parallel) {
+        set_batch(t, batch);
+        tp_forward(&t->tp, inputs);
+        loss_of(t, labels, batch, false, &correct, -1);
+        return (size_t)correct;
+    }
+    /* The last held-out batch may be short: padded with zeros to a
+     * multiple of t, whose rows the accuracy leaves out. */
+    const size_t t_ranks = (size_t)t->tp.ranks;
+    const size_t padded = (batch + t_ranks - 1) / t_ranks * t_ranks;
+    const size_t features = (size_t)t->config->features;
+    memcpy(t->padded, inputs, batch * features * sizeof *t->padded);
+    memset(t->padded + batch * features, 0,
+           (padded - batch) * features * sizeof *t->padded);
+    set_batch(t, padded);
+    tp_forward_sp(&t->tp, t->padded);
+    loss_of(t, labels, batch, false, &correct, -1);
     return (size_t)correct;
 }
 
@@ -236,8 +266,9 @@ static void report_lines(void *context, FILE *report)
     trainer *t = context;
     const tp_state *z = &t->tp;
     const run_config *c = t->config;
-    fprintf(report, "tp %d\ntp_rank %d\ndp %d\ndp_rank %d\nlayers %d\n",
-            z->ranks, z->rank, c->dp, c->dp_rank, z->layer_count);
+    fprintf(report, "tp %d\ntp_rank %d\ndp %d\ndp_rank %d\n"
+            "sequence_parallel %d\nlayers %d\n", z->ranks, z->rank, c->dp,
+            c->dp_rank, c->sequence_parallel ? 1 : 0, z->layer_count);
     for (int l = 0; l < z->layer_count; l++) {
         const tp_layer *layer = &z->layers[l];
         /* layer L SPLIT IN OUT FIRST COUNT HELD; SPLIT 0 column, 1 row,
@@ -267,9 +298,10 @@ static uint64_t tp_sent_a_step(const trainer *t)
 static void summary_keys(void *context, FILE *out)
 {
     const trainer *t = context;
-    fprintf(out, " tp=%d dp=%d peak_bytes=%zu tp_sent_bytes_per_step=%"
-            PRIu64, t->tp.ranks, t->config->dp, t->memory.peak_total,
-            tp_sent_a_step(t));
+    fprintf(out, " tp=%d dp=%d%s peak_bytes=%zu tp_sent_bytes_per_step=%"
+            PRIu64, t->tp.ranks, t->config->dp,
+            t->config->sequence_parallel ? " sequence_parallel=1" : "",
+            t->memory.peak_total, tp_sent_a_step(t));
 }
 
 /* ---- The run ------------------------------------------------------------- */
@@ -335,6 +367,9 @@ static void read_flags(run_config *c, int *argc, char ***argv)
     const cli_option options[] = {
         { "tp", CLI_INT, &c->tp, "ranks in a tensor-parallel group (0: "
           "all of them); must divide the ranks", 0, 1 << 16 },
+        { "sequence-parallel", CLI_FLAG, &c->sequence_parallel, "outside "
+          "the pairs, each rank keeps its rows of the batch (TODO 5)", 0,
+          0 },
         { "classes", CLI_INT, &c->classes, "classes of the generated task",
           2, 1 << 12 },
         TRAIN_RUN_OPTIONS(*c),
@@ -352,6 +387,11 @@ static void read_flags(run_config *c, int *argc, char ***argv)
     snprintf(why, sizeof why, "--hidden %d: at most %d hidden layers",
              c->hidden, MLP_MAX_HIDDEN_LAYERS);
     mpi_exit_if_any(c->hidden > MLP_MAX_HIDDEN_LAYERS, "train_tp", why);
+    snprintf(why, sizeof why, "--sequence-parallel splits the batch's "
+             "rows among the t ranks: --local-batch %zu is not a multiple "
+             "of %d", c->local_batch, c->tp);
+    mpi_exit_if_any(c->sequence_parallel && c->local_batch % (size_t)c->tp,
+                    "train_tp", why);
     c->dp = c->ranks / c->tp;
     c->dp_rank = c->rank / c->tp;
 }
@@ -376,6 +416,12 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, c.rank % c.tp, c.rank,
                              &replicas));
     trainer t = { .config = &c, .replicas = replicas };
+    if (c.sequence_parallel) {
+        t.padded = malloc(c.local_batch * (size_t)c.features *
+                          sizeof *t.padded);
+        mpi_exit_if_any(t.padded == NULL, "train_tp", "out of memory for "
+                        "the held-out batches");
+    }
     const mlp_config shape = { c.features, c.classes, c.hidden, c.width,
                                ACTIVATION_RELU };
     const adamw_config adamw = { (float)c.learning_rate, 0.9f, 0.999f, 1e-8f,
@@ -384,18 +430,21 @@ int main(int argc, char **argv)
     /* From here on your code runs: behind the boundary when graded. */
     train_enter_boundary_or_exit("train_tp", report, c.out, c.rank, NULL);
     ledger_watch_start(&t.memory, false);
-    bool refused = tp_create(&t.tp, &shape, c.local_batch, group, &adamw) != 0;
+    bool refused = tp_create(&t.tp, &shape, c.local_batch, group, &adamw,
+                             c.sequence_parallel) != 0;
     mpi_exit_if_any_each_says(refused, "train_tp", t.tp.error);
     allocate_state(&c, &t);
     if (c.rank == 0)
-        printf("train_tp: %d rank%s: %d group%s of t = %d x %zu samples a "
-               "step, %d layers (%d hidden of %d)\n", c.ranks,
+        printf("train_tp: %d rank%s: %d group%s of t = %d%s x %zu samples "
+               "a step, %d layers (%d hidden of %d)\n", c.ranks,
                c.ranks == 1 ? "" : "s", c.dp, c.dp == 1 ? "" : "s", c.tp,
+               c.sequence_parallel ? " with sequence parallelism" : "",
                c.local_batch, t.tp.layer_count, c.hidden, c.width);
     train(&c, &train_set, &held, report, &t);
     if (c.rank == 0)
         print_totals(&t);
     free(t.held);
+    free(t.padded);
     tp_destroy(&t.tp);
     MPI_CHECK(MPI_Comm_free(&group));
     MPI_CHECK(MPI_Comm_free(&replicas));

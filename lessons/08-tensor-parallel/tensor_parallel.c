@@ -2,7 +2,9 @@
  * write (README.md: the core path, then the derivations).
  * You write: the column-parallel layer (TODO 1); the row-parallel layer
  * (TODO 2); the model, its layers in pairs, and the layer left over
- * (TODO 3); the optimizer step on each rank's own part (TODO 4).
+ * (TODO 3); the optimizer step on each rank's own part (TODO 4);
+ * sequence parallelism, the rows of the batch split outside the pairs
+ * (TODO 5).
  * Given: the layers' products on a part of a layer (common/layer_split.h),
  * the activations (common/activation.h), the sums over the ranks
  * (tp_allreduce, tp_state.c), the optimizer (common/optimizer.h), the
@@ -146,4 +148,65 @@ void tp_update(tp_state *z, long step)
      * needs no sum). */
     NOT_DONE();
     /* TODO 4 end */
+}
+
+/* ---- TODO 5: sequence parallelism ------------------------------------ */
+
+void tp_gather_input(tp_state *z, int l, const float *input_rows)
+{
+    /* TODO 5 start: this rank's rows (input_rows, rows x in) at their
+     * place in layer->gathered (row rows_first), then tp_allgather over
+     * the whole batch's batch x in floats: every rank's rows. */
+    NOT_DONE();
+    /* TODO 5 end */
+}
+
+void tp_row_forward_sp(tp_state *z, int l, const float *input_part)
+{
+    /* TODO 5 start: as tp_row_forward, but the partial sums (batch x
+     * out, in z->gradient[0], free during forward) are reduce-scattered:
+     * this rank gets the sums of its rows only, at rows_first. pre and
+     * post hold those rows alone (rows x out): the bias, then ReLU. */
+    NOT_DONE();
+    /* TODO 5 end */
+}
+
+void tp_row_backward_sp(tp_state *z, int l, const float *input_part,
+                        float *dpost, float *dinput_part)
+{
+    /* TODO 5 start: ReLU's backward on this rank's rows of dpost (at
+     * rows_first; its pre holds those rows), then tp_allgather: the
+     * whole batch's gradient, which the row layer's backward needs (its
+     * columns of dW sum over every sample). Then as tp_row_backward. */
+    NOT_DONE();
+    /* TODO 5 end */
+}
+
+void tp_column_backward_sp(tp_state *z, int l, const float *input,
+                           float *dpost, float *dinput)
+{
+    /* TODO 5 start: as tp_column_backward, but the input's gradient is
+     * reduce-scattered, not allreduced: the layer below keeps only its
+     * rows. */
+    NOT_DONE();
+    /* TODO 5 end */
+}
+
+void tp_forward_sp(tp_state *z, const float *inputs)
+{
+    /* TODO 5 start: as tp_forward, with the functions above: a layer
+     * with a gathered buffer (layer->gathered not NULL) gathers its input
+     * first and reads it from there; a row layer but the last is
+     * tp_row_forward_sp (the last one's logits stay whole for the loss:
+     * tp_row_forward). */
+    NOT_DONE();
+    /* TODO 5 end */
+}
+
+void tp_backward_sp(tp_state *z, const float *inputs)
+{
+    /* TODO 5 start: as tp_backward, with the functions above; a layer's
+     * input is its gathered buffer where it has one. */
+    NOT_DONE();
+    /* TODO 5 end */
 }

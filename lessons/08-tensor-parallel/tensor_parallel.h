@@ -75,7 +75,16 @@ typedef struct {
                                 rank's outputs; TP_ROW and TP_WHOLE (batch,
                                 out), the whole layer's. pre = in · W^T +
                                 b, post = ReLU(pre) (the last layer: post
-                                holds the softmax, given code's) */
+                                holds the softmax, given code's). With
+                                sequence parallelism (TODO 5), a row layer
+                                but the last holds this rank's rows only:
+                                (rows, out) */
+    float *gathered;         /* sequence parallelism (TODO 5): a layer that
+                                needs the whole input (a column layer after
+                                the first, the whole layer after a row
+                                layer) gets it gathered here from every
+                                rank's rows, (batch, in), kept for backward;
+                                NULL otherwise */
 
     /* ---- yours: what this rank holds of the layer's parameters ----
      * `held` floats each, through ledger_alloc with the category of what
@@ -100,11 +109,19 @@ typedef struct {
     size_t max_batch;        /* the most samples a step has */
     size_t batch;            /* this step's samples, set by the driver
                                 before tp_forward: the activations' rows */
+    bool sequence_parallel;  /* --sequence-parallel: tp_forward_sp and
+                                tp_backward_sp run (TODO 5) */
+    size_t rows_first, rows; /* sequence parallelism: this rank's rows of
+                                the batch, rows_first .. rows_first + rows
+                                - 1 (batch / t of them: the driver makes
+                                the batch a multiple of t) */
     float *gradient[2];      /* two buffers of max_batch x widest floats
                                 (widest: the most inputs or outputs of any
                                 layer), for the gradients between layers in
                                 backward: the driver writes the logits'
-                                gradient into gradient[0] */
+                                gradient into gradient[0]. Free during
+                                forward: TODO 5's partial sums may go
+                                there */
     adamw_config adamw;
     char error[256];         /* for the collectives' error lines */
 } tp_state;
@@ -169,12 +186,56 @@ void tp_backward(tp_state *z, const float *inputs);
  * correction from 1). */
 void tp_update(tp_state *z, long step);
 
+/* ---- TODO 5: sequence parallelism ----
+ *
+ * Outside the pairs, each rank keeps only its rows of the batch: a row
+ * layer (but the last, whose logits the loss needs whole) ends in a
+ * reduce-scatter of its partial sums instead of an allreduce, each rank
+ * getting its rows' sums; a layer that needs the whole input (a column
+ * layer after the first, the whole layer after a row layer) begins with
+ * an allgather of every rank's rows. Backward, the other way round. A
+ * buffer of `count` elements that a reduce-scatter or an allgather works
+ * on holds the whole batch; this rank's rows are its part, at rows_first
+ * (the rows are the balanced partition of the batch, which the driver
+ * makes a multiple of t). */
+
+/* Gathers layer l's whole input into layer->gathered from every rank's
+ * rows: this rank's are input_rows (rows, in). */
+void tp_gather_input(tp_state *z, int l, const float *input_rows);
+
+/* Row layer l's forward: its partial sums reduce-scattered, so that this
+ * rank gets the sums of its rows only; pre and post (rows, out). */
+void tp_row_forward_sp(tp_state *z, int l, const float *input_part);
+
+/* Row layer l's backward: dpost (batch, out) holds the gradient at this
+ * rank's rows, at rows_first (the rest is gathered from the others). */
+void tp_row_backward_sp(tp_state *z, int l, const float *input_part,
+                        float *dpost, float *dinput_part);
+
+/* Column layer l's backward: as tp_column_backward, but dinput's sums go
+ * only to the rank whose rows they are (a reduce-scatter): this rank's
+ * rows of dinput, at rows_first, hold the sums after it. */
+void tp_column_backward_sp(tp_state *z, int l, const float *input,
+                           float *dpost, float *dinput);
+
+/* The model's forward and backward with sequence parallelism. */
+void tp_forward_sp(tp_state *z, const float *inputs);
+void tp_backward_sp(tp_state *z, const float *inputs);
+
 /* ---- Given (tp_state.c) ---- */
 
 /* Sums `count` floats of `buffer` over the group's ranks, in place, in
  * rank order (a reduce-scatter and an allgather of common/collectives.h:
  * 2(t-1)/t of the buffer sent by each rank). */
 void tp_allreduce(tp_state *z, float *buffer, size_t count);
+
+/* The halves of tp_allreduce, each in place on `count` floats of `buffer`
+ * (the whole batch's): tp_reduce_scatter leaves the rank-order sums of
+ * this rank's part (its rows) at its place in the buffer, the rest
+ * unchanged; tp_allgather fills the buffer from every rank's part at its
+ * place. Each sends (t-1)/t of the buffer. */
+void tp_reduce_scatter(tp_state *z, float *buffer, size_t count);
+void tp_allgather(tp_state *z, float *buffer, size_t count);
 
 /* Prints "PROGRAM: rank R: WHY" and ends the job (MPI_Abort). */
 _Noreturn void tp_abort(tp_state *z, const char *why);

@@ -4,6 +4,7 @@
 #ifndef ZZ_LESSON08_TP_SETUP_H
 #define ZZ_LESSON08_TP_SETUP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -15,10 +16,12 @@
  * layers' splits, in pairs, and their parts from your tp_column_part,
  * checked against the balanced partition (the job stops with the reason
  * when they differ: the given code and the tests assume it); the
- * activations and the gradient buffers for max_batch samples. Returns 0,
+ * activations and the gradient buffers for max_batch samples (a multiple
+ * of t with sequence parallelism), as tensor_parallel.h says. Returns 0,
  * or -1 with the ledger's line in z->error when a buffer is refused. */
 int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
-              MPI_Comm comm, const adamw_config *adamw);
+              MPI_Comm comm, const adamw_config *adamw,
+              bool sequence_parallel);
 
 /* Your tp_allocate_layer for every layer, each one's `held` checked
  * against its split (the job stops when it differs); -1 as soon as one is

@@ -86,6 +86,27 @@ static void check_collective(tp_state *z, int result)
         tp_abort(z, z->error);
 }
 
+void tp_reduce_scatter(tp_state *z, float *buffer, size_t count)
+{
+    record_call('R', count);
+    size_t begin, end;
+    block_range(count, (size_t)z->ranks, (size_t)z->rank, &begin, &end);
+    check_collective(z, collective_reduce_scatter_f32(
+                            buffer, buffer + begin, count, 0, count, z->comm,
+                            z->error, sizeof z->error));
+}
+
+void tp_allgather(tp_state *z, float *buffer, size_t count)
+{
+    record_call('G', count);
+    size_t begin, end;
+    block_range(count, (size_t)z->ranks, (size_t)z->rank, &begin, &end);
+    check_collective(z, collective_allgather(buffer + begin, buffer,
+                                             MPI_FLOAT, count, 0, count,
+                                             z->comm, z->error,
+                                             sizeof z->error));
+}
+
 void tp_allreduce(tp_state *z, float *buffer, size_t count)
 {
     record_call('A', count);
@@ -156,7 +177,8 @@ static int activations(float **to, size_t count)
 }
 
 int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
-              MPI_Comm comm, const adamw_config *adamw)
+              MPI_Comm comm, const adamw_config *adamw,
+              bool sequence_parallel)
 {
     memset(z, 0, sizeof *z);
     z->program = "train_tp";
@@ -166,6 +188,7 @@ int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
     z->layer_count = shape->hidden_layers + 1;
     z->max_batch = max_batch;
     z->adamw = *adamw;
+    z->sequence_parallel = sequence_parallel;
     z->layers = calloc((size_t)z->layer_count, sizeof *z->layers);
     if (z->layers == NULL)
         tp_abort(z, "out of memory for the layers' list");
@@ -185,11 +208,22 @@ int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
             layer->part = (tp_part){ 0, layer->out };
         if ((size_t)layer->out > widest)
             widest = (size_t)layer->out;
+        /* Sequence parallelism keeps a row layer's outputs (but the
+         * last's) for this rank's rows, batch / t, and gathers the whole
+         * input of a layer after one. */
+        const bool rows_only = sequence_parallel &&
+                               layer->split == TP_ROW && !last;
         const size_t outputs = layer->split == TP_COLUMN
-                                    ? (size_t)layer->part.count
-                                    : (size_t)layer->out;
-        if (activations(&layer->pre, max_batch * outputs) != 0 ||
-            activations(&layer->post, max_batch * outputs) != 0)
+                                   ? (size_t)layer->part.count
+                                   : (size_t)layer->out;
+        const size_t samples = rows_only ? max_batch / (size_t)z->ranks
+                                         : max_batch;
+        if (activations(&layer->pre, samples * outputs) != 0 ||
+            activations(&layer->post, samples * outputs) != 0)
+            goto refused;
+        if (sequence_parallel && l > 0 && layer->split != TP_ROW &&
+            activations(&layer->gathered,
+                        max_batch * (size_t)layer->in) != 0)
             goto refused;
     }
     for (int k = 0; k < 2; k++)
@@ -293,6 +327,7 @@ void tp_destroy(tp_state *z)
         ledger_free(layer->v);
         ledger_free(layer->pre);
         ledger_free(layer->post);
+        ledger_free(layer->gathered);
     }
     for (int k = 0; k < 2; k++)
         ledger_free(z->gradient[k]);

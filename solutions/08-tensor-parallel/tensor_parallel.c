@@ -2,12 +2,15 @@
  * solution.
  * You write: the column-parallel layer (TODO 1); the row-parallel layer
  * (TODO 2); the model, its layers in pairs, and the layer left over
- * (TODO 3); the optimizer step on each rank's own part (TODO 4).
+ * (TODO 3); the optimizer step on each rank's own part (TODO 4);
+ * sequence parallelism, the rows of the batch split outside the pairs
+ * (TODO 5).
  * Given: the layers' products on a part of a layer (common/layer_split.h),
  * the activations (common/activation.h), the sums over the ranks
  * (tp_allreduce, tp_state.c), the optimizer (common/optimizer.h), the
  * memory ledger; the driver does the loss and the data (main.c). */
 #include <stddef.h>
+#include <string.h>
 
 #include "activation.h"
 #include "layer_split.h"
@@ -181,4 +184,122 @@ void tp_update(tp_state *z, long step)
                    layer->m, layer->v, layer->held);
     }
     /* TODO 4 end */
+}
+
+/* ---- TODO 5: sequence parallelism ------------------------------------ */
+
+void tp_gather_input(tp_state *z, int l, const float *input_rows)
+{
+    /* TODO 5 start */
+    tp_layer *layer = &z->layers[l];
+    const size_t in = (size_t)layer->in;
+    memcpy(layer->gathered + z->rows_first * in, input_rows,
+           z->rows * in * sizeof *layer->gathered);
+    tp_allgather(z, layer->gathered, z->batch * in);
+    /* TODO 5 end */
+}
+
+void tp_row_forward_sp(tp_state *z, int l, const float *input_part)
+{
+    /* TODO 5 start */
+    tp_layer *layer = &z->layers[l];
+    const size_t out = (size_t)layer->out, k = (size_t)layer->part.count;
+    const float *bias = layer->params + out * k;
+    float *partial = z->gradient[0];
+    layer_rows_forward(z->batch, k, out, input_part, layer->params, partial);
+    tp_reduce_scatter(z, partial, z->batch * out);
+    const float *mine = partial + z->rows_first * out;
+    for (size_t s = 0; s < z->rows; s++)
+        for (size_t j = 0; j < out; j++)
+            layer->pre[s * out + j] = mine[s * out + j] + bias[j];
+    activation_forward(ACTIVATION_RELU, layer->pre, layer->post,
+                       z->rows * out);
+    /* TODO 5 end */
+}
+
+void tp_row_backward_sp(tp_state *z, int l, const float *input_part,
+                        float *dpost, float *dinput_part)
+{
+    /* TODO 5 start */
+    tp_layer *layer = &z->layers[l];
+    const size_t out = (size_t)layer->out, k = (size_t)layer->part.count;
+    activation_backward(ACTIVATION_RELU, layer->pre,
+                        dpost + z->rows_first * out, z->rows * out);
+    tp_allgather(z, dpost, z->batch * out);
+    layer_rows_backward(z->batch, k, out, input_part, layer->params, dpost,
+                        layer->grads, dinput_part);
+    layer_bias_backward(z->batch, out, dpost, layer->grads + out * k);
+    /* TODO 5 end */
+}
+
+void tp_column_backward_sp(tp_state *z, int l, const float *input,
+                           float *dpost, float *dinput)
+{
+    /* TODO 5 start */
+    tp_layer *layer = &z->layers[l];
+    const size_t in = (size_t)layer->in, n = (size_t)layer->part.count;
+    activation_backward(ACTIVATION_RELU, layer->pre, dpost, z->batch * n);
+    layer_columns_backward(z->batch, in, n, input, layer->params, dpost,
+                           layer->grads, layer->grads + n * in, dinput);
+    if (dinput != NULL)
+        tp_reduce_scatter(z, dinput, z->batch * in);
+    /* TODO 5 end */
+}
+
+void tp_forward_sp(tp_state *z, const float *inputs)
+{
+    /* TODO 5 start */
+    const float *input = inputs;
+    for (int l = 0; l < z->layer_count; l++) {
+        tp_layer *layer = &z->layers[l];
+        const bool last = l == z->layer_count - 1;
+        if (layer->gathered != NULL) {
+            tp_gather_input(z, l, input);
+            input = layer->gathered;
+        }
+        if (layer->split == TP_COLUMN)
+            tp_column_forward(z, l, input);
+        else if (layer->split == TP_ROW && !last)
+            tp_row_forward_sp(z, l, input);
+        else if (layer->split == TP_ROW)
+            tp_row_forward(z, l, input);
+        else
+            layer_columns_forward(z->batch, (size_t)layer->in,
+                                  (size_t)layer->out, input, layer->params,
+                                  layer->params + (size_t)layer->out *
+                                                      (size_t)layer->in,
+                                  layer->pre);
+        input = layer->post;
+    }
+    /* TODO 5 end */
+}
+
+void tp_backward_sp(tp_state *z, const float *inputs)
+{
+    /* TODO 5 start */
+    int at = 0;
+    for (int l = z->layer_count - 1; l >= 0; l--) {
+        tp_layer *layer = &z->layers[l];
+        const bool last = l == z->layer_count - 1;
+        const float *input = layer->gathered != NULL ? layer->gathered
+                             : l == 0                ? inputs
+                                                     : z->layers[l - 1].post;
+        float *dpost = z->gradient[at];
+        float *dinput = l == 0 ? NULL : z->gradient[1 - at];
+        if (layer->split == TP_COLUMN)
+            tp_column_backward_sp(z, l, input, dpost, dinput);
+        else if (layer->split == TP_ROW && !last)
+            tp_row_backward_sp(z, l, input, dpost, dinput);
+        else if (layer->split == TP_ROW)
+            tp_row_backward(z, l, input, dpost, dinput);
+        else
+            layer_columns_backward(z->batch, (size_t)layer->in,
+                                   (size_t)layer->out, input, layer->params,
+                                   dpost, layer->grads,
+                                   layer->grads + (size_t)layer->out *
+                                                      (size_t)layer->in,
+                                   dinput);
+        at = 1 - at;
+    }
+    /* TODO 5 end */
 }
