@@ -81,29 +81,34 @@ END_TEST
 
 enum { MOST_LAYERS = MLP_MAX_LAYERS, MOST_T = 4, FEATURES = 64,
        CLASSES = 10 };
+/* How a run is made: plain tensor parallelism, with sequence parallelism
+ * (TODO 5), with the parallel loss (TODO 6), or both. */
+enum { PLAIN = 0, SEQUENCE = 1, PARALLEL_LOSS = 2 };
 typedef enum { COLUMN, ROW, WHOLE } split_kind;
 
 /* The model's layers, split as the lesson says: pairs (column, row) from
  * layer 0, a last layer left over whole; each rank's part by the
  * balanced partition (training_block_of, from its definition). */
 typedef struct {
-    int layer_count, t;
+    int layer_count, t, mode;
     int in[MOST_LAYERS], out[MOST_LAYERS];
     split_kind split[MOST_LAYERS];
     size_t first[MOST_LAYERS][MOST_T], count[MOST_LAYERS][MOST_T];
     size_t held[MOST_LAYERS][MOST_T];
 } tp_layout;
 
-static tp_layout layout_of(const run_shape *shape, int t)
+static tp_layout layout_of(const run_shape *shape, int t, int mode)
 {
-    tp_layout g = { shape->hidden + 1, t, { 0 }, { 0 }, { 0 }, { { 0 } },
+    tp_layout g = { shape->hidden + 1, t, mode, { 0 }, { 0 }, { 0 }, { { 0 } },
                     { { 0 } }, { { 0 } } };
     for (int l = 0; l < g.layer_count; l++) {
         const bool last = l == g.layer_count - 1;
         g.in[l] = l == 0 ? FEATURES : shape->width;
         g.out[l] = last ? CLASSES : shape->width;
-        g.split[l] = l % 2 == 1 ? ROW : l + 1 < g.layer_count ? COLUMN
-                                                              : WHOLE;
+        g.split[l] = l % 2 == 1                ? ROW
+                     : l + 1 < g.layer_count ||
+                             (mode & PARALLEL_LOSS) ? COLUMN
+                                                    : WHOLE;
         for (int r = 0; r < t; r++) {
             size_t begin = 0, end = (size_t)g.out[l];
             if (g.split[l] == COLUMN)
@@ -179,6 +184,55 @@ typedef struct {
     float *part_gradient[MOST_T];
 } group_buffers;
 
+/* The parallel cross-entropy (TODO 6) on the last layer's logits split
+ * by class, rank r's (batch, count) in pre[last][r]: each sample's
+ * largest logit over every rank's (exact, in any order), the sums of
+ * expf(logit - largest) in float, each rank's in increasing class, then
+ * over the ranks in rank order, and the label's logit; the loss summed in
+ * double, log(sum) + largest - label's; the gradient at each rank's
+ * logits, (expf(logit - largest) / sum - onehot) / batch, into
+ * part_gradient[r]. Returns the loss summed over the samples. */
+static double parallel_loss(const tp_layout *g, group_buffers *s,
+                            const int *labels, size_t batch)
+{
+    const int last = g->layer_count - 1;
+    double total = 0;
+    for (size_t b = 0; b < batch; b++) {
+        float largest = -INFINITY, sum = 0, label_logit = 0;
+        for (int r = 0; r < g->t; r++)
+            for (size_t c = 0; c < g->count[last][r]; c++) {
+                float z = s->pre[last][r][b * g->count[last][r] + c];
+                if (z > largest)
+                    largest = z;
+            }
+        for (int r = 0; r < g->t; r++) {
+            const size_t n = g->count[last][r];
+            const float *z = s->pre[last][r] + b * n;
+            float part = 0, label = 0;
+            for (size_t c = 0; c < n; c++) {
+                part += expf(z[c] - largest);
+                if (g->first[last][r] + c == (size_t)labels[b])
+                    label = z[c];
+            }
+            sum = r == 0 ? part : sum + part;
+            label_logit = r == 0 ? label : label_logit + label;
+        }
+        total += log((double)sum) + largest - label_logit;
+        for (int r = 0; r < g->t; r++) {
+            const size_t n = g->count[last][r];
+            for (size_t c = 0; c < n; c++) {
+                const float z = s->pre[last][r][b * n + c];
+                const float p = expf(z - largest) / sum;
+                const float onehot =
+                    g->first[last][r] + c == (size_t)labels[b] ? 1.0f : 0.0f;
+                s->part_gradient[r][b * n + c] = (p - onehot) /
+                                                 (float)batch;
+            }
+        }
+    }
+    return total;
+}
+
 /* Forward, loss and backward of the group on (inputs, labels): every
  * rank's grads. A whole layer's outputs (a row layer's, the last) are
  * the same on every rank: kept once, in [l][0]. The sums over the ranks
@@ -198,8 +252,9 @@ static double group_step(const tp_reference *ref, group_buffers *s,
                 const float *p = ref->params[l][r];
                 layer_columns_forward(batch, in, n, whole_input, p,
                                       p + n * in, s->pre[l][r]);
-                activation_forward(ACTIVATION_RELU, s->pre[l][r],
-                                   s->post[l][r], batch * n);
+                if (l != last)
+                    activation_forward(ACTIVATION_RELU, s->pre[l][r],
+                                       s->post[l][r], batch * n);
             }
         } else if (g->split[l] == ROW) {
             float *sum = s->pre[l][0];
@@ -224,10 +279,15 @@ static double group_step(const tp_reference *ref, group_buffers *s,
         }
     }
     const int classes = g->out[last];
-    double sum = cross_entropy_sum(s->pre[last][0], s->post[last][0],
-                                   labels, batch, classes, NULL);
-    cross_entropy_gradient(s->post[last][0], labels, batch, classes,
-                           s->whole_gradient);
+    double sum = 0;
+    if (g->split[last] == COLUMN)
+        sum = parallel_loss(g, s, labels, batch);
+    else {
+        sum = cross_entropy_sum(s->pre[last][0], s->post[last][0], labels,
+                                batch, classes, NULL);
+        cross_entropy_gradient(s->post[last][0], labels, batch, classes,
+                               s->whole_gradient);
+    }
     for (int l = last; l >= 0; l--) {
         const size_t in = (size_t)g->in[l], out = (size_t)g->out[l];
         const float *whole_input = l == 0 ? inputs : s->post[l - 1][0];
@@ -255,8 +315,9 @@ static double group_step(const tp_reference *ref, group_buffers *s,
         } else {
             for (int r = 0; r < t; r++) {
                 const size_t n = g->count[l][r];
-                activation_backward(ACTIVATION_RELU, s->pre[l][r],
-                                    s->part_gradient[r], batch * n);
+                if (l != last)
+                    activation_backward(ACTIVATION_RELU, s->pre[l][r],
+                                        s->part_gradient[r], batch * n);
                 layer_columns_backward(batch, in, n, whole_input,
                                        ref->params[l][r],
                                        s->part_gradient[r], s->grads[l][r],
@@ -279,9 +340,10 @@ static double group_step(const tp_reference *ref, group_buffers *s,
  * each replica's step on its shard (train_shard_interleaved over the
  * replicas, written out), the gradients summed in replica order and
  * divided by dp (the driver's averaging), AdamW on each rank's part. */
-static tp_reference reference_run(const run_shape *shape, int t, int dp)
+static tp_reference reference_run(const run_shape *shape, int t, int dp,
+                                  int mode)
 {
-    tp_reference ref = { layout_of(shape, t), { { NULL } }, { { NULL } },
+    tp_reference ref = { layout_of(shape, t, mode), { { NULL } }, { { NULL } },
                          { { NULL } }, { 0 } };
     const tp_layout *g = &ref.g;
     reference_init(&ref, shape);
@@ -381,7 +443,8 @@ static void reference_free(tp_reference *ref)
  * absolute sum, moves by at most 2 max_j e_logit_j a sample; the mean of
  * the samples, rounded to float, and the mean over the ranks' equal
  * losses (train.h), by a few units in the last place more (8 allowed). */
-static double serial_first_loss(const run_shape *shape, double *bound)
+static double serial_first_loss(const run_shape *shape, int mode,
+                                double *bound)
 {
     const mlp_config config = shape_of(shape);
     mlp model;
@@ -441,6 +504,13 @@ static double serial_first_loss(const run_shape *shape, double *bound)
         total += 2 * largest;
     }
     *bound = total / (double)batch + 8 * u * fabs(loss);
+    /* The parallel loss sums the exps in float, where the serial one sums
+     * in double: each expf within an ulp (2u) of its value, the float sum
+     * of the CLASSES terms within gamma_CLASSES more; the sum is at least
+     * 1 (the largest logit's term), so its log moves by about that
+     * relative error, (CLASSES + 2) u: twice that allowed. */
+    if (mode & PARALLEL_LOSS)
+        *bound += 2 * (CLASSES + 2) * u;
     free(x), free(e), free(y), free(f);
     dataset_free(&data);
     mlp_free(&model);
@@ -458,13 +528,17 @@ static const run_shape two_pairs = { 3, 37, 3, 4, 40, 8, 1e-3, 0.1 };
 /* Hidden layers of 3 units on 4 ranks: the last rank holds no row. */
 static const run_shape narrow_run = { 2, 3, 3, 4, 40, 8, 1e-3, 0.1 };
 
-static run_result run_tp(int ranks, int t, bool sp, const run_shape *shape,
+static run_result run_tp(int ranks, int t, int mode, const run_shape *shape,
                          const char *out, double timeout_s)
 {
     char number[16];
     snprintf(number, sizeof number, "%d", t);
-    const char *flags[] = { "--tp", number,
-                            sp ? "--sequence-parallel" : NULL, NULL };
+    const char *flags[5] = { "--tp", number };
+    int n = 2;
+    if (mode & SEQUENCE)
+        flags[n++] = "--sequence-parallel";
+    if (mode & PARALLEL_LOSS)
+        flags[n++] = "--parallel-loss";
     return training_run(LESSON, "train_tp", ranks, shape, flags, out,
                         timeout_s);
 }
@@ -512,11 +586,11 @@ static const char *layer_hint(split_kind split)
  * first in the layer that makes it (each layer's gradients depend on the
  * layers above only). The replicated parameters (a row layer's bias, a
  * whole layer) are compared with the same values on every rank. */
-static void expect_weights(const char *out, int ranks, int t,
+static void expect_weights(const char *out, int ranks, int t, int mode,
                            const run_shape *shape, const char *what)
 {
     const int dp = ranks / t;
-    tp_reference ref = reference_run(shape, t, dp);
+    tp_reference ref = reference_run(shape, t, dp, mode);
     const tp_layout *g = &ref.g;
     double losses[TRAINING_REFERENCE_MAX_STEPS];
     harness_read_doubles(out, "losses", 0, losses, (size_t)shape->steps);
@@ -525,11 +599,19 @@ static void expect_weights(const char *out, int ranks, int t,
         ck_assert_msg(fabs(losses[step] - want) <=
                           8 * ldexp(fabs(want), -24),
                       "%s: step %d's loss is %.9g; the lesson's algorithm "
-                      "gives %.9g%s. Hint: the forward pass: %s", what,
-                      step, losses[step], want,
+                      "gives %.9g%s. Hint: %s%s", what, step, losses[step],
+                      want,
                       step == 0 ? "" : " (the steps before agreed: the "
                                        "update, or the parameters it "
                                        "changed, differ)",
+                      (mode & PARALLEL_LOSS) && step == 0
+                          ? "TODO 6: the loss on logits split by class: "
+                            "the largest logit over every rank's classes "
+                            "(tp_allreduce_max) before the exps, their "
+                            "sum and the label's logit summed over the "
+                            "ranks, log(sum) + largest - the label's "
+                            "logit; or else the forward pass, "
+                          : "the forward pass: ",
                       step == 0 ? "TODO 2: a row layer's outputs are the "
                                   "sum over the ranks (tp_allreduce), then "
                                   "the bias once, then ReLU; TODO 1: a "
@@ -600,10 +682,10 @@ static void expect_weights(const char *out, int ranks, int t,
 
 /* The layers' parts, as the driver reported them, against the lesson's
  * split and the balanced partition. */
-static void expect_layout(const char *report, int rank, int t,
+static void expect_layout(const char *report, int rank, int t, int mode,
                           const run_shape *shape, const char *what)
 {
-    const tp_layout g = layout_of(shape, t);
+    const tp_layout g = layout_of(shape, t, mode);
     const int r = rank % t;
     for (int l = 0; l < g.layer_count; l++) {
         char key[32];
@@ -625,9 +707,9 @@ static void expect_layout(const char *report, int rank, int t,
 /* The first step's loss (rank 0's report: the mean over the ranks) within
  * the derived bound of the serial model's. */
 static void expect_serial_loss(const char *out, const run_shape *shape,
-                               const char *what)
+                               int mode, const char *what)
 {
-    double bound, serial = serial_first_loss(shape, &bound);
+    double bound, serial = serial_first_loss(shape, mode, &bound);
     double losses[64];
     ck_assert(shape->steps <= 64);
     harness_read_doubles(out, "losses", 0, losses, (size_t)shape->steps);
@@ -644,7 +726,7 @@ static void expect_serial_loss(const char *out, const run_shape *shape,
 
 enum { PHASE_FORWARD = 1, PHASE_LOSS = 2, PHASE_BACKWARD = 3,
        PHASE_UPDATE = 4 };
-enum { ALLREDUCE = 0, REDUCE_SCATTER = 1, ALLGATHER = 2 };
+enum { ALLREDUCE = 0, REDUCE_SCATTER = 1, ALLGATHER = 2, MAXIMUM = 3 };
 
 /* Bytes rank r sends in a collective of `count` floats over t ranks, its
  * block of the balanced partition |own| (common/collectives.h): a
@@ -659,6 +741,10 @@ static unsigned long long collective_sent(int kind, size_t count, int t,
     const unsigned long long own = end - begin;
     const unsigned long long scatter = count - own;
     const unsigned long long gather = (unsigned long long)(t - 1) * own;
+    /* tp_allreduce_max allgathers every rank's count values: (t-1) x
+     * count sent. */
+    if (kind == MAXIMUM)
+        return 4ull * (unsigned long long)(t - 1) * count;
     return 4 * (kind == REDUCE_SCATTER ? scatter
                 : kind == ALLGATHER    ? gather
                                        : scatter + gather);
@@ -680,9 +766,10 @@ typedef struct {
     size_t count;
 } expected_call;
 
-static int expected_calls(const tp_layout *g, size_t batch, bool sp,
+static int expected_calls(const tp_layout *g, size_t batch,
                           expected_call calls[])
 {
+    const bool sp = g->mode & SEQUENCE;
     int n = 0;
     const int last = g->layer_count - 1;
     for (int l = 0; l < g->layer_count; l++) {
@@ -695,6 +782,10 @@ static int expected_calls(const tp_layout *g, size_t batch, bool sp,
                                           sp && l != last ? REDUCE_SCATTER
                                                           : ALLREDUCE,
                                           out };
+    }
+    if (g->mode & PARALLEL_LOSS) {
+        calls[n++] = (expected_call){ PHASE_LOSS, MAXIMUM, batch };
+        calls[n++] = (expected_call){ PHASE_LOSS, ALLREDUCE, 2 * batch };
     }
     for (int l = last; l > 0; l--) {
         const size_t in = batch * (size_t)g->in[l];
@@ -713,11 +804,17 @@ static const char *const phase_names[] = { "outside the step", "forward",
                                            "the loss", "backward",
                                            "tp_update" };
 static const char *const kind_names[] = { "allreduce", "reduce-scatter",
-                                          "allgather", "unknown call" };
+                                          "allgather", "maximum",
+                                          "unknown call" };
 
 /* What the lesson says of an expected call, for a message. */
 static const char *call_hint(const expected_call *c, bool sp)
 {
+    if (c->phase == PHASE_LOSS)
+        return "TODO 6: the loss combines three numbers a sample over the "
+               "ranks: the largest logit (tp_allreduce_max), then the sum "
+               "of exp(logit - largest) and the label's logit (one "
+               "tp_allreduce of both, or one each)";
     if (!sp)
         return c->phase == PHASE_FORWARD
                    ? "TODO 2: a row layer's outputs are partial sums until "
@@ -747,17 +844,19 @@ static const char *call_hint(const expected_call *c, bool sp)
     }
 }
 
-static void expect_traffic(const char *report, int rank, int t, bool sp,
+/* The first step's record, call by call, against the expected calls;
+ * the bytes of each phase over the steps against what those calls send.
+ * One freedom: the parallel loss's two sums (the exps', the label
+ * logit's) may go in one allreduce of 2 x batch or in two of batch each,
+ * in either order; what is expected then is what was issued. */
+static void expect_traffic(const char *report, int rank, int t, int mode,
                            const run_shape *shape, const char *what)
 {
-    const tp_layout g = layout_of(shape, t);
+    const tp_layout g = layout_of(shape, t, mode);
+    const bool sp = mode & SEQUENCE;
     const int r = rank % t;
-    expected_call calls[4 * MOST_LAYERS];
-    const int n = expected_calls(&g, (size_t)shape->batch, sp, calls);
-    unsigned long long want[5] = { 0 };
-    for (int k = 0; k < n; k++)
-        want[calls[k].phase] += collective_sent(calls[k].kind,
-                                                calls[k].count, t, r);
+    expected_call calls[4 * MOST_LAYERS + 1];
+    int n = expected_calls(&g, (size_t)shape->batch, calls);
     /* On one rank a sum over the ranks is no sum at all: a program may
      * skip the call, and nothing is sent either way. */
     if (t > 1) {
@@ -769,8 +868,17 @@ static void expect_traffic(const char *report, int rank, int t, bool sp,
             snprintf(key, sizeof key, "collective %d", k);
             bool have = k < (int)issued &&
                         harness_report_values(report, key, v, 3) == 3;
-            const char *kind = kind_names[v[1] < 3 ? v[1] : 3];
+            const char *kind = kind_names[v[1] < 4 ? v[1] : 4];
             const char *phase = phase_names[v[0] < 5 ? v[0] : 0];
+            if (have && k < n && calls[k].phase == PHASE_LOSS &&
+                calls[k].kind == ALLREDUCE && v[0] == PHASE_LOSS &&
+                v[1] == ALLREDUCE && 2 * v[2] == calls[k].count) {
+                /* The two sums one at a time: expect the second too. */
+                for (int j = n; j > k + 1; j--)
+                    calls[j] = calls[j - 1];
+                calls[k].count = calls[k + 1].count = calls[k].count / 2;
+                n++;
+            }
             if (k >= n)
                 ck_assert_msg(0, "%s, rank %d: the first step's collective "
                               "%d, a%s %s of %llu floats in %s, is one too "
@@ -786,6 +894,10 @@ static void expect_traffic(const char *report, int rank, int t, bool sp,
                                     "the bias's gradient need no sum; "
                                     "layer 0's input gradient is not "
                                     "needed"
+                              : v[0] == PHASE_LOSS
+                                  ? "TODO 6: the loss needs a maximum of "
+                                    "batch floats and sums of 2 x batch, "
+                                    "no more"
                                   : "TODO 1-3: a column layer's forward "
                                     "and the whole layer's need no "
                                     "communication");
@@ -807,6 +919,10 @@ static void expect_traffic(const char *report, int rank, int t, bool sp,
                           phase_names[c->phase], call_hint(c, sp));
         }
     }
+    unsigned long long want[5] = { 0 };
+    for (int k = 0; k < n; k++)
+        want[calls[k].phase] += collective_sent(calls[k].kind,
+                                                calls[k].count, t, r);
     static const char *const keys[] = { NULL, "sent_forward", "sent_loss",
                                         "sent_backward", "sent_update" };
     for (int p = PHASE_FORWARD; p <= PHASE_UPDATE; p++) {
@@ -836,9 +952,9 @@ static size_t held_floats(const tp_layout *g, int r)
  * samples, and a gathered input for each layer after a row layer), the
  * two gradient buffers of the widest layer, and the loop's batch of
  * inputs (common/train.c), for `batch` samples. */
-static size_t activation_floats(const tp_layout *g, int r, size_t batch,
-                                bool sp)
+static size_t activation_floats(const tp_layout *g, int r, size_t batch)
 {
+    const bool sp = g->mode & SEQUENCE;
     size_t total = 0, widest = FEATURES;
     const int last = g->layer_count - 1;
     for (int l = 0; l < g->layer_count; l++) {
@@ -859,10 +975,11 @@ static size_t activation_floats(const tp_layout *g, int r, size_t batch,
  * to 72 KiB seen); less than any whole copy on the measured model below. */
 enum { HEAP_SLACK = 96 << 10 };
 
-static void expect_memory(const char *report, int rank, int t, bool sp,
+static void expect_memory(const char *report, int rank, int t, int mode,
                           const run_shape *shape, const char *what)
 {
-    const tp_layout g = layout_of(shape, t);
+    const bool sp = mode & SEQUENCE;
+    const tp_layout g = layout_of(shape, t, mode);
     const int r = rank % t;
     const unsigned long long held = 4ull * held_floats(&g, r);
     static const struct {
@@ -885,8 +1002,7 @@ static void expect_memory(const char *report, int rank, int t, bool sp,
     unsigned long long activations = report_value(report, rank,
                                                   "peak activations");
     unsigned long long want = 4ull * activation_floats(&g, r,
-                                                       (size_t)shape->batch,
-                                                       sp);
+                                                       (size_t)shape->batch);
     ck_assert_msg(activations == want, "%s, rank %d: activations peaked at "
                   "%llu bytes; the given buffers hold %llu, and the "
                   "lesson's algorithm needs no more. Hint: %s: no copy of "
@@ -911,12 +1027,12 @@ static void expect_memory(const char *report, int rank, int t, bool sp,
  * receive and send slots (collectives.h: at most a chunk a peer each,
  * fp32), and the report's copy of the parameters. */
 static unsigned long long allowed_after_boundary(const run_shape *shape,
-                                                 int t, bool sp, int r)
+                                                 int t, int mode, int r)
 {
-    const tp_layout g = layout_of(shape, t);
+    const tp_layout g = layout_of(shape, t, mode);
     const size_t held = held_floats(&g, r);
     unsigned long long allowed = 4ull * (4 * held + held) +
-        4ull * activation_floats(&g, r, (size_t)shape->batch, sp);
+        4ull * activation_floats(&g, r, (size_t)shape->batch);
     size_t slot = (size_t)shape->batch * (size_t)shape->width;
     if (slot > COLLECTIVES_CHUNK_ELEMENTS)
         slot = COLLECTIVES_CHUNK_ELEMENTS;
@@ -925,7 +1041,7 @@ static unsigned long long allowed_after_boundary(const run_shape *shape,
 }
 
 static void expect_outside(const run_result *res, const char *report,
-                           int ranks, int rank, int t, bool sp,
+                           int ranks, int rank, int t, int mode,
                            const run_shape *shape, const char *what)
 {
     watch_report w = harness_read_watch(res, rank);
@@ -934,7 +1050,7 @@ static void expect_outside(const run_result *res, const char *report,
     harness_expect_sent(&w, rank, &counted, what, hint);
     harness_expect_received(&w, rank, &counted, what, hint);
 #ifndef HARNESS_SHADOW_MEMORY
-    harness_expect_memory(&w, rank, allowed_after_boundary(shape, t, sp,
+    harness_expect_memory(&w, rank, allowed_after_boundary(shape, t, mode,
                                                            rank % t),
                           what, "TODO 1-3: each rank holds its part of "
                           "every split layer, not the whole");
@@ -942,29 +1058,31 @@ static void expect_outside(const run_result *res, const char *report,
 }
 
 /* One run on `ranks` ranks in groups of t, every check on every rank. */
-static void check_run(int ranks, int t, bool sp, const run_shape *shape,
+static void check_run(int ranks, int t, int mode, const run_shape *shape,
                       const char *name)
 {
-    char out[HARNESS_PATH], what[160];
+    char out[HARNESS_PATH], what[192];
     harness_out_dir(out);
-    snprintf(what, sizeof what, "%s, t = %d on %d rank%s%s", name, t, ranks,
-             ranks == 1 ? "" : "s", sp ? ", sequence-parallel" : "");
-    run_result r = run_tp(ranks, t, sp, shape, out, 15);
+    snprintf(what, sizeof what, "%s, t = %d on %d rank%s%s%s", name, t,
+             ranks, ranks == 1 ? "" : "s",
+             mode & SEQUENCE ? ", sequence-parallel" : "",
+             mode & PARALLEL_LOSS ? ", parallel loss" : "");
+    run_result r = run_tp(ranks, t, mode, shape, out, 15);
     harness_expect_success(&r, what);
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
-        expect_layout(report, rank, t, shape, what);
+        expect_layout(report, rank, t, mode, shape, what);
         free(report);
     }
-    expect_weights(out, ranks, t, shape, what);
+    expect_weights(out, ranks, t, mode, shape, what);
     if (ranks == t)
-        expect_serial_loss(out, shape, what);
+        expect_serial_loss(out, shape, mode, what);
     for (int rank = 0; rank < ranks; rank++) {
         char *report = harness_read_report(out, rank);
-        expect_traffic(report, rank, t, sp, shape, what);
-        expect_memory(report, rank, t, sp, shape, what);
+        expect_traffic(report, rank, t, mode, shape, what);
+        expect_memory(report, rank, t, mode, shape, what);
         if (harness_outside_measures() && harness_outside_traffic())
-            expect_outside(&r, report, ranks, rank, t, sp, shape, what);
+            expect_outside(&r, report, ranks, rank, t, mode, shape, what);
         free(report);
     }
     run_result_free(&r);
@@ -974,7 +1092,7 @@ static void check_run(int ranks, int t, bool sp, const run_shape *shape,
 START_TEST(pair_and_whole_layer)
 {
     for (int t = 1; t <= 4; t++)
-        check_run(t, t, false, &test_run,
+        check_run(t, t, PLAIN, &test_run,
                   "a pair and the output layer whole");
 }
 END_TEST
@@ -982,19 +1100,19 @@ END_TEST
 START_TEST(two_pairs_run)
 {
     for (int t = 2; t <= 4; t += 2)
-        check_run(t, t, false, &two_pairs, "two pairs");
+        check_run(t, t, PLAIN, &two_pairs, "two pairs");
 }
 END_TEST
 
 START_TEST(narrow_layers)
 {
-    check_run(4, 4, false, &narrow_run, "layers of 3 units");
+    check_run(4, 4, PLAIN, &narrow_run, "layers of 3 units");
 }
 END_TEST
 
 START_TEST(groups_and_replicas)
 {
-    check_run(4, 2, false, &test_run,
+    check_run(4, 2, PLAIN, &test_run,
               "2 replicas of a pair and a whole layer");
 }
 END_TEST
@@ -1004,7 +1122,7 @@ END_TEST
 START_TEST(sequence_parallel_pair_and_whole_layer)
 {
     for (int t = 2; t <= 4; t += 2)
-        check_run(t, t, true, &test_run,
+        check_run(t, t, SEQUENCE, &test_run,
                   "a pair and the output layer whole");
 }
 END_TEST
@@ -1012,13 +1130,31 @@ END_TEST
 START_TEST(sequence_parallel_two_pairs)
 {
     for (int t = 2; t <= 4; t += 2)
-        check_run(t, t, true, &two_pairs, "two pairs");
+        check_run(t, t, SEQUENCE, &two_pairs, "two pairs");
 }
 END_TEST
 
 START_TEST(sequence_parallel_replicas)
 {
-    check_run(4, 2, true, &two_pairs, "2 replicas of two pairs");
+    check_run(4, 2, SEQUENCE, &two_pairs, "2 replicas of two pairs");
+}
+END_TEST
+
+/* The parallel loss: 10 classes on 2, 3 and 4 ranks (3 and 4 do not
+ * divide 10), and with sequence parallelism too. */
+START_TEST(parallel_loss_runs)
+{
+    for (int t = 2; t <= 4; t++)
+        check_run(t, t, PARALLEL_LOSS, &test_run,
+                  "a pair and the output layer split by class");
+}
+END_TEST
+
+START_TEST(parallel_loss_with_sequence_parallelism)
+{
+    for (int t = 2; t <= 4; t += 2)
+        check_run(t, t, PARALLEL_LOSS | SEQUENCE, &test_run,
+                  "a pair and the output layer split by class");
 }
 END_TEST
 
@@ -1041,13 +1177,13 @@ START_TEST(memory_measured)
                  "memory too");
 #endif
     const char *what = "t = 4, 2 hidden layers of 1024";
-    run_result r = run_tp(ranks, ranks, false, &measured_run, NULL, 20);
+    run_result r = run_tp(ranks, ranks, PLAIN, &measured_run, NULL, 20);
     harness_expect_success(&r, what);
     for (int rank = 0; rank < ranks; rank++) {
         watch_report w = harness_read_watch(&r, rank);
         harness_expect_memory(&w, rank,
                               allowed_after_boundary(&measured_run, ranks,
-                                                     false, rank),
+                                                     PLAIN, rank),
                               what, "TODO 1-3: each rank holds its part of "
                               "every split layer, not the whole");
     }
@@ -1105,6 +1241,12 @@ Suite *lesson_suite(void)
                 "same checks", sequence_parallel_two_pairs, 0, 40);
     harness_add(suite, "sequence parallelism, 2 replicas of a group of 2: "
                 "the same checks", sequence_parallel_replicas, 0, 25);
+    harness_add(suite, "the parallel loss, 10 classes on t = 2, 3 and 4: "
+                "weights bitwise, loss near serial, collectives and memory",
+                parallel_loss_runs, 0, 40);
+    harness_add(suite, "the parallel loss with sequence parallelism on t = 2 "
+                "and 4: the same checks",
+                parallel_loss_with_sequence_parallelism, 0, 30);
     harness_add(suite, "t = 4, a model of 1.1 million parameters: the "
                 "memory each rank holds, measured outside it",
                 memory_measured, 0, 25);

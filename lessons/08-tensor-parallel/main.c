@@ -46,7 +46,7 @@ typedef struct {
     int hidden, width, features, classes, tp;
     double learning_rate, weight_decay;
     uint64_t seed;
-    bool sequence_parallel;
+    bool sequence_parallel, parallel_loss;
     const char *out;
     int rank, ranks;          /* in the world */
     int dp, dp_rank;          /* the replicas, and this rank's */
@@ -107,27 +107,33 @@ static void set_batch(trainer *t, size_t batch)
 }
 
 /* The mean cross-entropy of the first `samples` rows of the batch on the
- * last layer's outputs (whole on every rank), and with `backward` its
- * gradient at the logits into gradient[0], where tp_backward starts.
+ * last layer's outputs, and with `backward` its gradient at the logits
+ * into gradient[0], where tp_backward starts: given, on logits whole on
+ * every rank; with the parallel loss, TODO 6's on logits split by class.
  * Stops the job on a NaN loss. */
 static float loss_of(trainer *t, const int *labels, size_t samples,
                      bool backward, int *correct, long step)
 {
     tp_state *z = &t->tp;
     tp_layer *last = &z->layers[z->layer_count - 1];
-    double sum = cross_entropy_sum(last->pre, last->post, labels, samples,
-                                   last->out, correct);
-    float loss = (float)(sum / (double)samples);
+    float loss;
+    if (z->parallel_loss)
+        loss = tp_parallel_loss(z, labels, samples, backward, correct);
+    else
+        loss = (float)(cross_entropy_sum(last->pre, last->post, labels,
+                                         samples, last->out, correct) /
+                       (double)samples);
     if (isnan(loss)) {
         char why[320];
         snprintf(why, sizeof why, "the loss is NaN %s%ld: a layer's output "
                  "never written (a sum over the ranks left out?), or "
-                 "updates that diverge (TODO 3, TODO 4)",
+                 "updates that diverge (TODO 3, TODO 4%s)",
                  step >= 0 ? "at step " : "on the held-out samples",
-                 step >= 0 ? step : 0);
+                 step >= 0 ? step : 0,
+                 z->parallel_loss ? "; TODO 6's loss" : "");
         tp_abort(z, why);
     }
-    if (backward)
+    if (backward && !z->parallel_loss)
         cross_entropy_gradient(last->post, labels, samples, last->out,
                                z->gradient[0]);
     return loss;
@@ -267,8 +273,9 @@ static void report_lines(void *context, FILE *report)
     const tp_state *z = &t->tp;
     const run_config *c = t->config;
     fprintf(report, "tp %d\ntp_rank %d\ndp %d\ndp_rank %d\n"
-            "sequence_parallel %d\nlayers %d\n", z->ranks, z->rank, c->dp,
-            c->dp_rank, c->sequence_parallel ? 1 : 0, z->layer_count);
+            "sequence_parallel %d\nparallel_loss %d\nlayers %d\n", z->ranks,
+            z->rank, c->dp, c->dp_rank, c->sequence_parallel ? 1 : 0,
+            c->parallel_loss ? 1 : 0, z->layer_count);
     for (int l = 0; l < z->layer_count; l++) {
         const tp_layer *layer = &z->layers[l];
         /* layer L SPLIT IN OUT FIRST COUNT HELD; SPLIT 0 column, 1 row,
@@ -298,9 +305,10 @@ static uint64_t tp_sent_a_step(const trainer *t)
 static void summary_keys(void *context, FILE *out)
 {
     const trainer *t = context;
-    fprintf(out, " tp=%d dp=%d%s peak_bytes=%zu tp_sent_bytes_per_step=%"
+    fprintf(out, " tp=%d dp=%d%s%s peak_bytes=%zu tp_sent_bytes_per_step=%"
             PRIu64, t->tp.ranks, t->config->dp,
             t->config->sequence_parallel ? " sequence_parallel=1" : "",
+            t->config->parallel_loss ? " parallel_loss=1" : "",
             t->memory.peak_total, tp_sent_a_step(t));
 }
 
@@ -370,6 +378,9 @@ static void read_flags(run_config *c, int *argc, char ***argv)
         { "sequence-parallel", CLI_FLAG, &c->sequence_parallel, "outside "
           "the pairs, each rank keeps its rows of the batch (TODO 5)", 0,
           0 },
+        { "parallel-loss", CLI_FLAG, &c->parallel_loss, "the output layer "
+          "split by class, and the cross-entropy computed on the parts "
+          "(TODO 6)", 0, 0 },
         { "classes", CLI_INT, &c->classes, "classes of the generated task",
           2, 1 << 12 },
         TRAIN_RUN_OPTIONS(*c),
@@ -392,6 +403,11 @@ static void read_flags(run_config *c, int *argc, char ***argv)
              "of %d", c->local_batch, c->tp);
     mpi_exit_if_any(c->sequence_parallel && c->local_batch % (size_t)c->tp,
                     "train_tp", why);
+    snprintf(why, sizeof why, "--parallel-loss splits the output layer by "
+             "class: it must be the layer left over after the pairs, so "
+             "an even --hidden (got %d)", c->hidden);
+    mpi_exit_if_any(c->parallel_loss && c->hidden % 2 != 0, "train_tp",
+                    why);
     c->dp = c->ranks / c->tp;
     c->dp_rank = c->rank / c->tp;
 }
@@ -431,14 +447,15 @@ int main(int argc, char **argv)
     train_enter_boundary_or_exit("train_tp", report, c.out, c.rank, NULL);
     ledger_watch_start(&t.memory, false);
     bool refused = tp_create(&t.tp, &shape, c.local_batch, group, &adamw,
-                             c.sequence_parallel) != 0;
+                             c.sequence_parallel, c.parallel_loss) != 0;
     mpi_exit_if_any_each_says(refused, "train_tp", t.tp.error);
     allocate_state(&c, &t);
     if (c.rank == 0)
-        printf("train_tp: %d rank%s: %d group%s of t = %d%s x %zu samples "
-               "a step, %d layers (%d hidden of %d)\n", c.ranks,
+        printf("train_tp: %d rank%s: %d group%s of t = %d%s%s x %zu "
+               "samples a step, %d layers (%d hidden of %d)\n", c.ranks,
                c.ranks == 1 ? "" : "s", c.dp, c.dp == 1 ? "" : "s", c.tp,
                c.sequence_parallel ? " with sequence parallelism" : "",
+               c.parallel_loss ? " and the parallel loss" : "",
                c.local_batch, t.tp.layer_count, c.hidden, c.width);
     train(&c, &train_set, &held, report, &t);
     if (c.rank == 0)

@@ -4,12 +4,15 @@
  * (TODO 2); the model, its layers in pairs, and the layer left over
  * (TODO 3); the optimizer step on each rank's own part (TODO 4);
  * sequence parallelism, the rows of the batch split outside the pairs
- * (TODO 5).
+ * (TODO 5); going further, the cross-entropy on logits split by class
+ * (TODO 6).
  * Given: the layers' products on a part of a layer (common/layer_split.h),
  * the activations (common/activation.h), the sums over the ranks
  * (tp_allreduce, tp_state.c), the optimizer (common/optimizer.h), the
  * memory ledger; the driver does the loss and the data (main.c). */
+#include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "activation.h"
 #include "layer_split.h"
@@ -33,8 +36,10 @@ void tp_column_forward(tp_state *z, int l, const float *input)
 {
     /* TODO 1 start: this rank's rows of W are a layer of part.count
      * outputs of its own: layer_columns_forward (common/layer_split.h)
-     * from the whole input, then ReLU (activation_forward) into post. No
-     * communication: every rank has the whole input. */
+     * from the whole input, then ReLU (activation_forward) into post when
+     * the layer is activated (every column layer is but the output layer
+     * split by class, TODO 6). No communication: every rank has the whole
+     * input. */
     NOT_DONE();
     /* TODO 1 end */
 }
@@ -42,7 +47,7 @@ void tp_column_forward(tp_state *z, int l, const float *input)
 void tp_column_backward(tp_state *z, int l, const float *input,
                         float *dpost, float *dinput)
 {
-    /* TODO 1 start: ReLU's backward on dpost, in place
+    /* TODO 1 start: when activated, ReLU's backward on dpost, in place
      * (activation_backward), then layer_columns_backward: this rank's dW
      * and db, and its share of the input's gradient. That share is a
      * partial sum: every rank's outputs used the whole input. Sum it over
@@ -209,4 +214,20 @@ void tp_backward_sp(tp_state *z, const float *inputs)
      * input is its gathered buffer where it has one. */
     NOT_DONE();
     /* TODO 5 end */
+}
+
+/* ---- TODO 6: the parallel cross-entropy ------------------------------- */
+
+float tp_parallel_loss(tp_state *z, const int *labels, size_t samples,
+                       bool backward, int *correct)
+{
+    /* TODO 6 start: tensor_parallel.h says what is combined over the
+     * ranks, and README.md derives it. A rank may hold no class at all
+     * (part.count 0): its largest is -INFINITY and its sums 0, and it
+     * still takes part in every collective. Keep the float sums in
+     * increasing class order, and the loss's sum over samples in double,
+     * (float)(total / samples), as the given loss does: the tests compute
+     * the same bits. */
+    NOT_DONE();
+    /* TODO 6 end */
 }

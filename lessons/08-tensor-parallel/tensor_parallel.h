@@ -21,7 +21,8 @@
  *
  * A last layer left over (an odd layer count: the output layer with an
  * even number of hidden layers) is TP_WHOLE: every rank holds all of it
- * and computes it on the whole input.
+ * and computes it on the whole input; or, with the parallel loss (TODO
+ * 6), one more TP_COLUMN layer, split by class, without activation.
  *
  * The data this rank holds for layer l, in tp_layer: its parameters, their
  * gradients and AdamW's two moments (yours: allocated by TODO 1-3's
@@ -111,6 +112,8 @@ typedef struct {
                                 before tp_forward: the activations' rows */
     bool sequence_parallel;  /* --sequence-parallel: tp_forward_sp and
                                 tp_backward_sp run (TODO 5) */
+    bool parallel_loss;      /* --parallel-loss: the output layer split by
+                                class, tp_parallel_loss (TODO 6) */
     size_t rows_first, rows; /* sequence parallelism: this rank's rows of
                                 the batch, rows_first .. rows_first + rows
                                 - 1 (batch / t of them: the driver makes
@@ -222,6 +225,26 @@ void tp_column_backward_sp(tp_state *z, int l, const float *input,
 void tp_forward_sp(tp_state *z, const float *inputs);
 void tp_backward_sp(tp_state *z, const float *inputs);
 
+/* ---- TODO 6: going further, the parallel cross-entropy ----
+ *
+ * With --parallel-loss the output layer is a column layer split by
+ * class: rank r holds the logits of its classes only, (batch,
+ * part.count) in its pre, and no rank ever holds them all. The loss and
+ * its gradient come from three numbers a sample, each combined over the
+ * ranks: the largest logit (tp_allreduce_max), the sum of exp(logit -
+ * largest) over every class, and the label's logit (0 on the ranks
+ * without it; tp_allreduce of the two together, 2 x samples floats, in
+ * that order). z->gradient[1] is free during the loss: room for the
+ * three. */
+
+/* The mean cross-entropy of the first `samples` rows; with `backward`,
+ * its gradient at this rank's logits, (p - onehot) / samples, into
+ * z->gradient[0] (samples, part.count); *correct, when not NULL, the
+ * samples whose label's logit is the largest. Every rank returns the
+ * same loss. */
+float tp_parallel_loss(tp_state *z, const int *labels, size_t samples,
+                       bool backward, int *correct);
+
 /* ---- Given (tp_state.c) ---- */
 
 /* Sums `count` floats of `buffer` over the group's ranks, in place, in
@@ -236,6 +259,11 @@ void tp_allreduce(tp_state *z, float *buffer, size_t count);
  * place. Each sends (t-1)/t of the buffer. */
 void tp_reduce_scatter(tp_state *z, float *buffer, size_t count);
 void tp_allgather(tp_state *z, float *buffer, size_t count);
+
+/* The largest of the t ranks' values of each of `count` floats, in place
+ * (an allgather of every rank's values and the maximum taken here:
+ * (t-1) x count floats sent). */
+void tp_allreduce_max(tp_state *z, float *buffer, size_t count);
 
 /* Prints "PROGRAM: rank R: WHY" and ends the job (MPI_Abort). */
 _Noreturn void tp_abort(tp_state *z, const char *why);

@@ -17,11 +17,13 @@
  * checked against the balanced partition (the job stops with the reason
  * when they differ: the given code and the tests assume it); the
  * activations and the gradient buffers for max_batch samples (a multiple
- * of t with sequence parallelism), as tensor_parallel.h says. Returns 0,
+ * of t with sequence parallelism), as tensor_parallel.h says; with
+ * parallel_loss the output layer (left over after the pairs: the driver
+ * checks) split by class. Returns 0,
  * or -1 with the ledger's line in z->error when a buffer is refused. */
 int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
               MPI_Comm comm, const adamw_config *adamw,
-              bool sequence_parallel);
+              bool sequence_parallel, bool parallel_loss);
 
 /* Your tp_allocate_layer for every layer, each one's `held` checked
  * against its split (the job stops when it differs); -1 as soon as one is

@@ -17,7 +17,8 @@ enum { TP_RECORD_MAX = 256 };
 
 typedef struct {
     tp_phase phase;
-    char kind;          /* 'A' allreduce, 'R' reduce-scatter, 'G' allgather */
+    char kind;          /* 'A' allreduce, 'R' reduce-scatter, 'G' allgather,
+                           'M' allreduce of the maximum */
     size_t count;
 } tp_call;
 
@@ -53,14 +54,15 @@ static void record_call(char kind, size_t count)
 void tp_record_write(FILE *report)
 {
     /* "collective K PHASE KIND COUNT", numbers only: PHASE a tp_phase,
-     * KIND 0 allreduce, 1 reduce-scatter, 2 allgather. */
+     * KIND 0 allreduce, 1 reduce-scatter, 2 allgather, 3 maximum. */
     fprintf(report, "collectives %zu\ncollectives_dropped %zu\n",
             record.count, record.dropped);
     for (size_t k = 0; k < record.count; k++)
         fprintf(report, "collective %zu %d %d %zu\n", k,
                 (int)record.calls[k].phase,
                 record.calls[k].kind == 'A'   ? 0
-                : record.calls[k].kind == 'R' ? 1 : 2,
+                : record.calls[k].kind == 'R' ? 1
+                : record.calls[k].kind == 'G' ? 2 : 3,
                 record.calls[k].count);
 }
 
@@ -107,6 +109,27 @@ void tp_allgather(tp_state *z, float *buffer, size_t count)
                                              sizeof z->error));
 }
 
+void tp_allreduce_max(tp_state *z, float *buffer, size_t count)
+{
+    record_call('M', count);
+    const size_t t = (size_t)z->ranks, all = t * count;
+    float *everyone = ledger_alloc(MEMORY_COMM, all * sizeof *everyone);
+    tp_check_alloc(z, everyone);
+    memcpy(everyone + (size_t)z->rank * count, buffer,
+           count * sizeof *buffer);
+    /* Rank r's block of t x count is exactly its count values. */
+    check_collective(z, collective_allgather(everyone +
+                                                 (size_t)z->rank * count,
+                                             everyone, MPI_FLOAT, all, 0,
+                                             all, z->comm, z->error,
+                                             sizeof z->error));
+    for (size_t i = 0; i < count; i++)
+        for (size_t r = 0; r < t; r++)
+            if (everyone[r * count + i] > buffer[i])
+                buffer[i] = everyone[r * count + i];
+    ledger_free(everyone);
+}
+
 void tp_allreduce(tp_state *z, float *buffer, size_t count)
 {
     record_call('A', count);
@@ -124,12 +147,13 @@ void tp_allreduce(tp_state *z, float *buffer, size_t count)
 /* ---- The set-up -------------------------------------------------------------- */
 
 /* Layer l's split: pairs (column, row) from the first layer on; a last
- * layer left over is whole. */
-static tp_split split_of(int l, int layer_count)
+ * layer left over is whole, or with the parallel loss split by class, a
+ * column layer of its own. */
+static tp_split split_of(int l, int layer_count, bool parallel_loss)
 {
     if (l % 2 == 1)
         return TP_ROW;
-    return l + 1 < layer_count ? TP_COLUMN : TP_WHOLE;
+    return l + 1 < layer_count || parallel_loss ? TP_COLUMN : TP_WHOLE;
 }
 
 /* The parameters a rank holds of a layer with this split and part. */
@@ -178,7 +202,7 @@ static int activations(float **to, size_t count)
 
 int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
               MPI_Comm comm, const adamw_config *adamw,
-              bool sequence_parallel)
+              bool sequence_parallel, bool parallel_loss)
 {
     memset(z, 0, sizeof *z);
     z->program = "train_tp";
@@ -189,6 +213,7 @@ int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
     z->max_batch = max_batch;
     z->adamw = *adamw;
     z->sequence_parallel = sequence_parallel;
+    z->parallel_loss = parallel_loss;
     z->layers = calloc((size_t)z->layer_count, sizeof *z->layers);
     if (z->layers == NULL)
         tp_abort(z, "out of memory for the layers' list");
@@ -196,7 +221,7 @@ int tp_create(tp_state *z, const mlp_config *shape, size_t max_batch,
     for (int l = 0; l < z->layer_count; l++) {
         tp_layer *layer = &z->layers[l];
         const bool last = l == z->layer_count - 1;
-        layer->split = split_of(l, z->layer_count);
+        layer->split = split_of(l, z->layer_count, parallel_loss);
         layer->in = l == 0 ? shape->inputs : shape->width;
         layer->out = last ? shape->classes : shape->width;
         layer->activated = !last;
