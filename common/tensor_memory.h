@@ -21,6 +21,7 @@
 #ifndef ZZ_TENSOR_MEMORY_H
 #define ZZ_TENSOR_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,5 +47,38 @@ int transformer_activation_bytes(const transformer_shape *shape,
                                  tensor_parallelism parallelism,
                                  uint64_t ranks, zero_bytes *bytes,
                                  char *error, size_t error_len);
+
+/* ---- Lesson 08's model: the MLP of common/mlp.h on t ranks ----
+ *
+ * What rank `rank` of a tensor-parallel group of `ranks` holds as
+ * train_tp's memory ledger counts it (lessons/08-tensor-parallel): layers
+ * in pairs, the first of a pair split by its output rows, the second by
+ * its input columns (the rows of the first), under the balanced
+ * partition; a last layer left over whole, or with the parallel loss
+ * split by class. fp32 parameters and gradients, 4 bytes each, AdamW's m
+ * and v, 8, for every parameter the rank holds: rows (in + 1) of a column
+ * layer, out x columns + out of a row layer (its bias whole), out (in + 1)
+ * of a whole layer. Activations, 4 bytes each, for `batch` samples: each
+ * layer's pre- and post-activation outputs, a column layer's for its rows
+ * and the others' whole (with sequence parallelism a row layer's but the
+ * last's for batch / t samples, and the whole input gathered for each
+ * layer after one), two gradient buffers of the widest layer, and the
+ * batch of inputs. */
+typedef struct {
+    uint64_t features, classes, hidden, width, batch;
+} tensor_mlp_shape;
+
+typedef struct {
+    uint64_t parameters, gradients, optimizer, activations;
+} tensor_mlp_bytes;
+
+/* Returns 0, or -1 with one line in `error`: a size of 0 (classes below
+ * 2, a width of 0 with hidden layers), rank not below ranks, sequence
+ * parallelism on a batch that is not a multiple of ranks, the parallel
+ * loss on an odd number of hidden layers, or bytes past 64 bits. */
+int tensor_mlp_rank_bytes(const tensor_mlp_shape *shape, uint64_t ranks,
+                          uint64_t rank, bool sequence_parallel,
+                          bool parallel_loss, tensor_mlp_bytes *bytes,
+                          char *error, size_t error_len);
 
 #endif

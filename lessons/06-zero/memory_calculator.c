@@ -10,9 +10,17 @@
  * builds it). GB here is 10^9 bytes, as in the paper. You do not need to
  * change this file.
  *
+ * Lesson 08 adds tensor parallelism: --tp T divides the model by t
+ * before ZeRO's tables (each rank of a t-way group holds 1/t of every
+ * split weight); --mlp gives the exact bytes of lesson 08's own model per
+ * rank, and --transformer the activations of one transformer layer by
+ * the formula Megatron-LM's authors publish (common/tensor_memory.h).
+ *
  *     memory_calculator --params 7.5B --ranks 64     Figure 1 of the paper
  *     memory_calculator --offload --ranks 1          7.5B on one device
- *     memory_calculator --talk                       the opening arithmetic */
+ *     memory_calculator --talk                       the opening arithmetic
+ *     memory_calculator --mlp 2,128,32 --tp 1,2,4    lesson 08's model
+ *     memory_calculator --transformer 2048,1,12288,96 --tp 8 */
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -21,6 +29,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tensor_memory.h"
 #include "zero_memory.h"
 
 enum { MAX_RANK_COUNTS = 32 };
@@ -114,6 +123,30 @@ static bool parse_rank_list(const char *text, uint64_t *ranks, int *count)
         if (*p++ != ',')
             return false;
     }
+}
+
+/* Exactly `want` whole numbers from `least` to 2^40, separated by commas,
+ * into values; false for anything else. */
+static bool parse_numbers(const char *text, int want, uint64_t least,
+                          uint64_t *values)
+{
+    const char *p = text;
+    for (int k = 0; k < want; k++) {
+        if (!isdigit((unsigned char)*p))
+            return false;
+        uint64_t value = 0;
+        for (; isdigit((unsigned char)*p); p++) {
+            value = value * 10 + (uint64_t)(*p - '0');
+            if (value > (UINT64_C(1) << 40))
+                return false;
+        }
+        if (value < least)
+            return false;
+        values[k] = value;
+        if (*p++ != (k + 1 == want ? '\0' : ','))
+            return false;
+    }
+    return true;
 }
 
 /* "7.5B", "128B", "1T", "60M": a count as people say it. */
@@ -324,6 +357,73 @@ static void print_talk(void)
            "there are.)\n");
 }
 
+/* Lesson 08's model on t tensor-parallel ranks: rank 0's bytes (it holds
+ * the largest parts), plain and with sequence parallelism. */
+static void print_mlp_table(const uint64_t shape_values[3],
+                            const uint64_t *ranks, int rank_counts,
+                            bool parallel_loss)
+{
+    const tensor_mlp_shape shape = { 64, 10, shape_values[0],
+                                     shape_values[1], shape_values[2] };
+    char error[256];
+    printf("Lesson 08's model on t tensor-parallel ranks: %" PRIu64 " hidden "
+           "layer%s of %" PRIu64 ",\n64 features, 10 classes%s, batches of "
+           "%" PRIu64 ". The bytes rank 0 holds (the largest\nparts), as "
+           "train_tp's memory ledger counts them: fp32 parameters and\n"
+           "gradients, AdamW's m and v; the activations of the given code, "
+           "without and\nwith sequence parallelism (-: the batch is not a "
+           "multiple of t).\n\n", shape.hidden, shape.hidden == 1 ? "" : "s",
+           shape.width, parallel_loss ? " (the output layer split by class)"
+                                      : "", shape.batch);
+    printf("        t | parameters |  gradients |  optimizer | activations "
+           "| activations, sequence-parallel\n");
+    for (int row = 0; row < rank_counts; row++) {
+        tensor_mlp_bytes plain, sp;
+        or_exit(tensor_mlp_rank_bytes(&shape, ranks[row], 0, false,
+                                      parallel_loss, &plain, error,
+                                      sizeof error), error);
+        printf(" %8" PRIu64 " | %10" PRIu64 " | %10" PRIu64 " | %10" PRIu64
+               " | %11" PRIu64 " | ", ranks[row], plain.parameters,
+               plain.gradients, plain.optimizer, plain.activations);
+        if (shape.batch % ranks[row] == 0) {
+            or_exit(tensor_mlp_rank_bytes(&shape, ranks[row], 0, true,
+                                          parallel_loss, &sp, error,
+                                          sizeof error), error);
+            printf("%" PRIu64 "\n", sp.activations);
+        } else
+            printf("-\n");
+    }
+}
+
+/* One transformer layer's activations per rank, by Korthikanti et al.'s
+ * formula, without parallelism, with tensor parallelism and with sequence
+ * parallelism too. */
+static void print_transformer_table(const uint64_t values[4],
+                                    const uint64_t *ranks, int rank_counts)
+{
+    const transformer_shape shape = { values[0], values[1], values[2],
+                                      values[3] };
+    char error[256];
+    printf("Activations one transformer layer keeps for backward, per rank "
+           "(Korthikanti\net al. 2022, arXiv 2205.05198): sequence %" PRIu64
+           ", micro-batch %" PRIu64 ",\nhidden %" PRIu64 ", %" PRIu64
+           " heads, 16-bit. Bytes:\n\n", shape.sequence, shape.micro_batch,
+           shape.hidden, shape.heads);
+    printf("        t |         none |       tensor | tensor + sequence\n");
+    static const tensor_parallelism kinds[] = { TENSOR_NONE, TENSOR_PARALLEL,
+                                                TENSOR_SEQUENCE_PARALLEL };
+    for (int row = 0; row < rank_counts; row++) {
+        printf(" %8" PRIu64 " |", ranks[row]);
+        for (int k = 0; k < 3; k++) {
+            zero_bytes bytes;
+            or_exit(transformer_activation_bytes(&shape, kinds[k],
+                                                 ranks[row], &bytes, error,
+                                                 sizeof error), error);
+            printf(k < 2 ? " %12.0f |" : " %.0f\n", zero_bytes_value(bytes));
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *params_text = "7.5B";
@@ -331,7 +431,8 @@ int main(int argc, char **argv)
     const char *precision = "bf16";
     size_t optimizer_bytes = 12;
     double device_gb = 141.0;
-    bool talk = false, offload = false;
+    bool talk = false, offload = false, parallel_loss = false;
+    const char *tp_text = NULL, *mlp_text = NULL, *transformer_text = NULL;
     const cli_option options[] = {
         { "params", CLI_STRING, &params_text,
           "parameters: a count, or with k, M, B or T (7.5B, 1T)", 0, 0 },
@@ -352,6 +453,17 @@ int main(int argc, char **argv)
         { "talk", CLI_FLAG, &talk,
           "the opening arithmetic instead: 10B, 100B, 1T parameters "
           "against one H200 (other flags unused)", 0, 0 },
+        { "tp", CLI_STRING, &tp_text,
+          "tensor-parallel ranks t, a list (lesson 08): with --params, the "
+          "tables for one t, each rank's 1/t of the model", 0, 0 },
+        { "mlp", CLI_STRING, &mlp_text,
+          "HIDDEN,WIDTH,BATCH: lesson 08's model instead, its bytes per "
+          "rank for each t of --tp", 0, 0 },
+        { "parallel-loss", CLI_FLAG, &parallel_loss,
+          "with --mlp: the output layer split by class", 0, 0 },
+        { "transformer", CLI_STRING, &transformer_text,
+          "S,B,H,A: one transformer layer's activations instead, for each "
+          "t of --tp", 0, 0 },
     };
     const cli_spec spec = { "memory_calculator", "lesson 06: model-state "
                             "bytes per rank at each ZeRO stage, and the "
@@ -360,8 +472,9 @@ int main(int argc, char **argv)
     char error[256];
     int result = cli_parse(&spec, argc, argv, error, sizeof error);
 
-    uint64_t parameters = 0, ranks[MAX_RANK_COUNTS];
-    int rank_counts = 0;
+    uint64_t parameters = 0, ranks[MAX_RANK_COUNTS], tp[MAX_RANK_COUNTS];
+    uint64_t mlp[3], transformer[4];
+    int rank_counts = 0, tp_counts = 0;
     uint64_t precision_bytes = 0;
     if (result == CLI_OK) {
         if (strcmp(precision, "fp16") == 0 || strcmp(precision, "bf16") == 0)
@@ -382,6 +495,36 @@ int main(int argc, char **argv)
             snprintf(error, sizeof error, "--precision must be fp16, bf16 or "
                      "fp32, got '%s'", precision);
             result = CLI_ERROR;
+        } else if (!parse_rank_list(tp_text != NULL ? tp_text : "1,2,4,8",
+                                    tp, &tp_counts)) {
+            snprintf(error, sizeof error, "--tp needs a list of up to %d "
+                     "whole numbers from 1 to 2^30, such as 1,2,4, got '%s'",
+                     MAX_RANK_COUNTS, tp_text);
+            result = CLI_ERROR;
+        } else if (mlp_text != NULL &&
+                   (!parse_numbers(mlp_text, 3, 0, mlp) || mlp[0] > 64 ||
+                    mlp[1] == 0 || mlp[2] == 0)) {
+            snprintf(error, sizeof error, "--mlp needs HIDDEN,WIDTH,BATCH: "
+                     "0 to 64 hidden layers, a width and a batch of at "
+                     "least 1, got '%s'", mlp_text);
+            result = CLI_ERROR;
+        } else if (transformer_text != NULL &&
+                   !parse_numbers(transformer_text, 4, 1, transformer)) {
+            snprintf(error, sizeof error, "--transformer needs S,B,H,A: "
+                     "sequence, micro-batch, hidden size and heads, each "
+                     "at least 1, got '%s'", transformer_text);
+            result = CLI_ERROR;
+        } else if (tp_text != NULL && tp_counts > 1 && mlp_text == NULL &&
+                   transformer_text == NULL) {
+            snprintf(error, sizeof error, "--tp with the ZeRO tables takes "
+                     "one t, got '%s' (a list is for --mlp or "
+                     "--transformer)", tp_text);
+            result = CLI_ERROR;
+        } else if (parallel_loss && (mlp_text == NULL || mlp[0] % 2 != 0)) {
+            snprintf(error, sizeof error, "--parallel-loss is for --mlp with "
+                     "an even number of hidden layers (the output layer "
+                     "left over after the pairs)");
+            result = CLI_ERROR;
         }
     }
     int status = cli_report(&spec, result, error, false);
@@ -391,6 +534,23 @@ int main(int argc, char **argv)
     if (talk) {
         print_talk();
         return 0;
+    }
+    if (mlp_text != NULL) {
+        print_mlp_table(mlp, tp, tp_counts, parallel_loss);
+        return 0;
+    }
+    if (transformer_text != NULL) {
+        print_transformer_table(transformer, tp, tp_counts);
+        return 0;
+    }
+    /* A t-way group splits every weight: each rank's share, the largest
+     * (rounded up), is the model ZeRO then divides over the replicas. */
+    if (tp_text != NULL) {
+        printf("Tensor parallelism over t = %" PRIu64 " ranks: each holds "
+               "1/t of the model (the\nlargest share, rounded up; the "
+               "few parameters kept whole, biases and norms,\nleft out), "
+               "and ZeRO divides that over Nd replicas.\n\n", tp[0]);
+        parameters = (parameters + tp[0] - 1) / tp[0];
     }
     zero_model model = { parameters, precision_bytes, precision_bytes,
                          optimizer_bytes };

@@ -2,11 +2,13 @@
  * given program: its table against the ZeRO paper's formulas evaluated
  * here, in whole numbers, for random models (so no table can be written in
  * by hand), against every figure the paper prints (Table 1 and Figure 1),
- * the talk's opening arithmetic, and --offload's table against ZeRO-Offload's
- * formulas. Its bad input is in test_drivers.c. */
+ * the talk's opening arithmetic, --offload's table against ZeRO-Offload's
+ * formulas, and lesson 08's tables: --mlp against the lesson's model on
+ * random shapes, --transformer against Megatron-LM's authors' formula. Its bad input is in test_drivers.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -376,6 +378,174 @@ START_TEST(offload_table_matches_the_formulas)
 }
 END_TEST
 
+/* ---- Lesson 08: --mlp, --transformer, --tp ---- */
+
+/* Rank 0's bytes of lesson 08's model (64 features, 10 classes) on t
+ * ranks, from the lesson's description, evaluated here: pairs of layers
+ * from layer 0, the first split by output rows and the second by the
+ * first's rows as its columns, the balanced partition giving rank 0
+ * ceil(n / t) of n; a last layer left over whole (or split by class with
+ * the parallel loss). 16 bytes a held parameter (fp32 parameter, gradient,
+ * two AdamW moments); activations, 4 bytes each: every layer's two
+ * outputs for the samples it keeps, the gathered inputs of sequence
+ * parallelism, two gradient buffers of the widest layer, the inputs. */
+static void mlp_bytes(uint64_t hidden, uint64_t width, uint64_t batch,
+                      uint64_t t, bool sp, bool pl, uint64_t *held,
+                      uint64_t *activations)
+{
+    uint64_t widest = 64, rows = 0, floats = 0;
+    *held = 0;
+    for (uint64_t l = 0; l <= hidden; l++) {
+        uint64_t in = l == 0 ? 64 : width, out = l == hidden ? 10 : width;
+        if (out > widest)
+            widest = out;
+        if (l % 2 == 1) {                 /* by columns, the rows before */
+            *held += out * rows + out;
+            floats += 2 * out * (sp && l != hidden ? batch / t : batch);
+        } else if (l < hidden || pl) {    /* by rows */
+            rows = (out + t - 1) / t;
+            *held += rows * (in + 1);
+            floats += 2 * rows * batch + (sp && l > 0 ? batch * in : 0);
+        } else {                          /* whole */
+            *held += out * (in + 1);
+            floats += 2 * out * batch + (sp && l > 0 ? batch * in : 0);
+        }
+    }
+    *activations = 4 * (floats + 2 * batch * widest + batch * 64);
+}
+
+/* --mlp on random shapes and t = 1..8: every row's five numbers as the
+ * description above gives them (the sequence-parallel column "-" where
+ * the batch is not a multiple of t). */
+START_TEST(mlp_table_matches_the_lesson)
+{
+    rng_t rng = rng_seeded(1008);
+    for (int c = 0; c < 30; c++) {
+        uint64_t hidden = rng_next_u64(&rng) % 7;
+        uint64_t width = rng_next_u64(&rng) % 3000 + 1;
+        uint64_t batch = rng_next_u64(&rng) % 96 + 1;
+        bool pl = hidden % 2 == 0 && rng_next_u64(&rng) % 2;
+        char shape[64];
+        snprintf(shape, sizeof shape, "%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+                 hidden, width, batch);
+        char *args[] = { "--mlp", shape, "--tp", "1,2,3,4,5,6,7,8",
+                         pl ? "--parallel-loss" : NULL, NULL };
+        run_result r = calculator(args);
+        for (uint64_t t = 1; t <= 8; t++) {
+            char start[32];
+            snprintf(start, sizeof start, "\n %8" PRIu64 " |", t);
+            const char *row = strstr(r.out, start);
+            ck_assert_msg(row != NULL, "--mlp %s: no row for t = %" PRIu64
+                          ":\n%s", shape, t, r.out);
+            unsigned long long got[4], sp_got = 0;
+            char sp_text[32] = "";
+            ck_assert_msg(sscanf(row + strlen(start), " %llu | %llu | %llu "
+                                 "| %llu | %31s", &got[0], &got[1], &got[2],
+                                 &got[3], sp_text) == 5,
+                          "--mlp %s: the row for t = %" PRIu64 " does not "
+                          "read as five values: %.100s", shape, t, row + 1);
+            uint64_t held, activations, sp_activations;
+            mlp_bytes(hidden, width, batch, t, false, pl, &held,
+                      &activations);
+            const unsigned long long want[4] = { 4 * held, 4 * held,
+                                                 8 * held, activations };
+            for (int k = 0; k < 4; k++)
+                ck_assert_msg(got[k] == want[k], "memory_calculator --mlp %s"
+                              "%s, t = %" PRIu64 ", column %d: %llu; lesson "
+                              "08's formula gives %llu", shape,
+                              pl ? " --parallel-loss" : "", t, k + 1, got[k],
+                              want[k]);
+            if (batch % t != 0) {
+                ck_assert_msg(strcmp(sp_text, "-") == 0, "--mlp %s, t = %"
+                              PRIu64 ": the batch is not a multiple of t, "
+                              "so no sequence-parallel figure; printed %s",
+                              shape, t, sp_text);
+                continue;
+            }
+            mlp_bytes(hidden, width, batch, t, true, pl, &held,
+                      &sp_activations);
+            sp_got = strtoull(sp_text, NULL, 10);
+            ck_assert_msg(sp_got == sp_activations, "memory_calculator --mlp "
+                          "%s%s, t = %" PRIu64 ": sequence-parallel "
+                          "activations %llu; lesson 08's formula gives %"
+                          PRIu64, shape, pl ? " --parallel-loss" : "", t,
+                          sp_got, sp_activations);
+        }
+        run_result_free(&r);
+    }
+}
+END_TEST
+
+/* Korthikanti et al. 2022 (arXiv 2205.05198, section 4.2) per layer:
+ * sbh(34 + 5as/h), sbh(10 + 24/t + 5as/(ht)), sbh(34/t + 5as/(ht)),
+ * evaluated here in double, against the printed bytes (rounded to a
+ * whole byte: within 0.5 of the formula); on GPT-3 175B's layer (s 2048,
+ * b 1, h 12288, a 96) and a small one, at t = 1, 2, 3, 8. */
+START_TEST(transformer_table_matches_the_paper)
+{
+    static const double cells[][4] = { { 2048, 1, 12288, 96 },
+                                       { 512, 4, 1024, 16 } };
+    for (size_t c = 0; c < sizeof cells / sizeof cells[0]; c++) {
+        const double s = cells[c][0], b = cells[c][1], h = cells[c][2],
+                     a = cells[c][3];
+        char shape[64];
+        snprintf(shape, sizeof shape, "%.0f,%.0f,%.0f,%.0f", s, b, h, a);
+        char *args[] = { "--transformer", shape, "--tp", "1,2,3,8", NULL };
+        run_result r = calculator(args);
+        static const double ts[] = { 1, 2, 3, 8 };
+        for (size_t k = 0; k < 4; k++) {
+            const double t = ts[k], sbh = s * b * h;
+            const double want[3] = {
+                sbh * (34 + 5 * a * s / h),
+                sbh * (10 + 24 / t + 5 * a * s / (h * t)),
+                sbh * (34 / t + 5 * a * s / (h * t)) };
+            char start[32];
+            snprintf(start, sizeof start, "\n %8.0f |", t);
+            const char *row = strstr(r.out, start);
+            ck_assert_msg(row != NULL, "--transformer %s: no row for t = "
+                          "%.0f:\n%s", shape, t, r.out);
+            double got[3];
+            ck_assert_msg(sscanf(row + strlen(start), " %lf | %lf | %lf",
+                                 &got[0], &got[1], &got[2]) == 3,
+                          "--transformer %s, t = %.0f: %.80s", shape, t,
+                          row + 1);
+            for (int j = 0; j < 3; j++)
+                ck_assert_msg(fabs(got[j] - want[j]) <= 0.5, "memory_"
+                              "calculator --transformer %s, t = %.0f, "
+                              "column %d: %.0f; the paper's formula gives "
+                              "%.1f", shape, t, j + 1, got[j], want[j]);
+        }
+        run_result_free(&r);
+    }
+}
+END_TEST
+
+/* --tp T with the ZeRO tables: the model ZeRO divides is each rank's
+ * share, ceil(Psi / t) parameters. */
+START_TEST(tp_divides_the_zero_table)
+{
+    char *args[] = { "--params", "175B", "--tp", "8", "--ranks", "1,8",
+                     NULL };
+    run_result r = calculator(args);
+    const uint64_t share = (UINT64_C(175000000000) + 7) / 8;
+    for (uint64_t nd = 1; nd <= 8; nd += 7) {
+        double gb[4];
+        table_row(r.out, nd, gb);
+        for (int stage = 0; stage < 4; stage++) {
+            uint64_t replicated, sharded;
+            formula(share, 2, 12, stage, &replicated, &sharded);
+            double want = ((double)replicated + (double)sharded /
+                           (double)nd) / 1e9;
+            ck_assert_msg(fabs(gb[stage] - want) <= 0.005 + 1e-9 * want,
+                          "--params 175B --tp 8, Nd = %" PRIu64 ", stage "
+                          "%d: %.2f GB; a rank's eighth under ZeRO gives "
+                          "%.4f", nd, stage, gb[stage], want);
+        }
+    }
+    run_result_free(&r);
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     Suite *suite = suite_create("memory_calculator");
@@ -387,5 +557,13 @@ Suite *lesson_suite(void)
                 talk_arithmetic, 0, 20);
     harness_add(suite, "memory calculator: --offload, as ZeRO-Offload's "
                 "formulas say", offload_table_matches_the_formulas, 0, 30);
+    harness_add(suite, "memory calculator: --mlp, lesson 08's model on 30 "
+                "random shapes and t = 1-8", mlp_table_matches_the_lesson, 0,
+                30);
+    harness_add(suite, "memory calculator: --transformer, Korthikanti et "
+                "al.'s formula on two layers", transformer_table_matches_the_paper,
+                0, 20);
+    harness_add(suite, "memory calculator: --tp divides the model before "
+                "ZeRO's table", tp_divides_the_zero_table, 0, 20);
     return suite;
 }

@@ -47,6 +47,11 @@ static const bad_input cases[] = {
     { "06-zero", "memory_calculator", { "--precision", "fp8" }, "memory_calculator: --precision must be fp16, bf16 or fp32, got 'fp8'" },
     { "06-zero", "memory_calculator", { "--k", "2000" }, "memory_calculator: --k must be from 0 to 1024" },
     { "06-zero", "memory_calculator", { "--offload=dpu" }, "memory_calculator: --offload takes no value" },
+    { "06-zero", "memory_calculator", { "--mlp", "2,0,32" }, "memory_calculator: --mlp needs HIDDEN,WIDTH,BATCH" },
+    { "06-zero", "memory_calculator", { "--tp", "2,0" }, "memory_calculator: --tp needs a list" },
+    { "06-zero", "memory_calculator", { "--tp", "2,4" }, "memory_calculator: --tp with the ZeRO tables takes one t, got '2,4'" },
+    { "06-zero", "memory_calculator", { "--mlp", "3,64,8", "--parallel-loss" }, "memory_calculator: --parallel-loss is for --mlp with an even number of hidden layers" },
+    { "06-zero", "memory_calculator", { "--transformer", "2048,1,12288" }, "memory_calculator: --transformer needs S,B,H,A" },
 };
 enum { case_count = sizeof cases / sizeof cases[0] };
 
