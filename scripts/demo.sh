@@ -93,6 +93,16 @@ done
 run "07 offload" "ZeRO-Offload: a model 2.4x too big for its device, trained" \
     env OMP_NUM_THREADS=1 $build/07-offload/train_offload --hidden 5 --width 192 \
     --local-batch 8 --steps 200 --lr 3e-3 --device-memory 1100000
+# Lesson 08: the same model on 2 ranks, each holding half of every split
+# weight; then with sequence parallelism and the parallel loss, on two
+# pairs of layers (an even layer count: the same bytes as without).
+# shellcheck disable=SC2086
+run "08 tensor" "tensor parallelism on 2 ranks: half of every split weight each" \
+    env OMP_NUM_THREADS=1 $mpirun_cmd -np 2 $build/08-tensor-parallel/train_tp
+# shellcheck disable=SC2086
+run "08 sequence" "the same with sequence parallelism, two pairs of layers" \
+    env OMP_NUM_THREADS=1 $mpirun_cmd -np 2 $build/08-tensor-parallel/train_tp \
+    --hidden 3 --sequence-parallel
 
 echo "== summary"
 failed=0

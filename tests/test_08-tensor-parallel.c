@@ -1206,11 +1206,13 @@ START_TEST(learns_the_task)
     double accuracy = report_value(report, 0, "accuracy_ppm") / 1e6;
     free(report);
     harness_remove_out_dir(out);
-    /* One rank reaches 0.70 in 150 steps of the default run (the same
-     * model: the ranks' sums differ from it by rounding only); chance
-     * is 0.10. */
-    ck_assert_msg(accuracy >= 0.6, "train_tp on 2 ranks: held-out accuracy "
-                  "%.3f after 150 steps; the default task reaches 0.7. "
+    /* 1 and 2 ranks both reach 0.8208 in 150 steps of the default run
+     * (the same model: the weights tests above hold it to the bit of the
+     * lesson's algorithm; another C library's expf and log may move the
+     * last digits); chance is 0.10. 0.75 fails a run that does not learn,
+     * and no honest one. */
+    ck_assert_msg(accuracy >= 0.75, "train_tp on 2 ranks: held-out accuracy "
+                  "%.3f after 150 steps; the default task reaches 0.82. "
                   "Hint: TODO 4", accuracy);
 }
 END_TEST

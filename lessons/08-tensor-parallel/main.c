@@ -38,6 +38,7 @@
 #include "partition.h"
 #include "steps.h"
 #include "tensor_parallel.h"
+#include "timer.h"
 #include "tp_setup.h"
 #include "train.h"
 
@@ -63,6 +64,10 @@ typedef struct {
                                  groups: the data-parallel axis */
     bool counting;            /* in a training step, not the accuracy's */
     uint64_t sent[SENT_KINDS];
+    double phase_seconds;     /* wall time in the steps' phases */
+    double mpi_seconds;       /* of it, inside MPI calls (the ledger's
+                                 clock) */
+    double phase_start, mpi_start;
     ledger_watch memory;
     float *held;              /* the parameters held, for the report */
     float *padded;            /* sequence parallelism: a held-out batch
@@ -81,17 +86,23 @@ static uint64_t sent_so_far(void)
     return comm_ledger_total().bytes_sent;
 }
 
-/* Enters a phase: the record of the collectives and the bytes sent. */
+/* Enters a phase: the record of the collectives, the bytes sent, and
+ * the clocks. */
 static uint64_t phase_begin(trainer *t, tp_phase phase)
 {
     tp_record_phase(t->counting ? phase : TP_PHASE_NONE);
+    t->phase_start = timer_now();
+    t->mpi_start = comm_ledger_total().seconds;
     return sent_so_far();
 }
 
 static void phase_end(trainer *t, int kind, uint64_t before)
 {
-    if (t->counting)
+    if (t->counting) {
         t->sent[kind] += sent_so_far() - before;
+        t->phase_seconds += timer_now() - t->phase_start;
+        t->mpi_seconds += comm_ledger_total().seconds - t->mpi_start;
+    }
     tp_record_phase(TP_PHASE_NONE);
     ledger_watch_sample(&t->memory);
 }
@@ -306,10 +317,11 @@ static void summary_keys(void *context, FILE *out)
 {
     const trainer *t = context;
     fprintf(out, " tp=%d dp=%d%s%s peak_bytes=%zu tp_sent_bytes_per_step=%"
-            PRIu64, t->tp.ranks, t->config->dp,
+            PRIu64 " mpi_share=%.3f", t->tp.ranks, t->config->dp,
             t->config->sequence_parallel ? " sequence_parallel=1" : "",
             t->config->parallel_loss ? " parallel_loss=1" : "",
-            t->memory.peak_total, tp_sent_a_step(t));
+            t->memory.peak_total, tp_sent_a_step(t),
+            t->phase_seconds > 0 ? t->mpi_seconds / t->phase_seconds : 0.0);
 }
 
 /* ---- The run ------------------------------------------------------------- */

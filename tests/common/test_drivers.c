@@ -264,6 +264,12 @@ static const struct {
     { "07-offload", "train_offload", { "--backend", "cuda" }, "train_offload: cuda: " },
     { "07-offload", "train_offload", { "--no-offload", "--dpu=2" }, "train_offload: --dpu delays the host's update: it needs offload" },
     { "07-offload", "train_offload", { "--device-memory", "1000" }, "train_offload: the activations do not fit the device: rank 0: device out of memory: asked " },
+    { "08-tensor-parallel", "train_tp", { "--tp", "3" }, "train_tp: --tp 3 does not divide the 2 ranks" },
+    { "08-tensor-parallel", "train_tp", { "--width", "0" }, "train_tp: --width must be from 1 to" },
+    { "08-tensor-parallel", "train_tp", { "--classes", "1" }, "train_tp: --classes must be from 2 to" },
+    { "08-tensor-parallel", "train_tp", { "--hidden", "17" }, "train_tp: --hidden 17: at most 16 hidden layers" },
+    { "08-tensor-parallel", "train_tp", { "--sequence-parallel", "--local-batch=3" }, "train_tp: --sequence-parallel splits the batch's rows among the t ranks: --local-batch 3 is not a multiple of 2" },
+    { "08-tensor-parallel", "train_tp", { "--parallel-loss", "--hidden=3" }, "train_tp: --parallel-loss splits the output layer by class: it must be the layer left over after the pairs, so an even --hidden (got 3)" },
 };
 enum { other_mpi_case_count = sizeof other_mpi_cases / sizeof other_mpi_cases[0] };
 enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };

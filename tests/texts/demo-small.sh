@@ -24,6 +24,7 @@ small_options() {
         04-cuda-matvec/cuda_matvec) echo "--m 256 --n 256 --reps 2" ;;
         05-data-parallel/train)     echo "--steps 5 --samples 512" ;;
         06-zero/train_zero)         echo "--steps 5 --samples 512" ;;
+        08-tensor-parallel/train_tp) echo "--steps 5 --samples 512" ;;
     esac
 }
 
