@@ -874,7 +874,7 @@ static void expect_traffic(const char *report, int rank, int t, int mode,
                 calls[k].kind == ALLREDUCE && v[0] == PHASE_LOSS &&
                 v[1] == ALLREDUCE && 2 * v[2] == calls[k].count) {
                 /* The two sums one at a time: expect the second too. */
-                for (int j = n; j > k + 1; j--)
+                for (int j = n; j > k; j--)
                     calls[j] = calls[j - 1];
                 calls[k].count = calls[k + 1].count = calls[k].count / 2;
                 n++;
