@@ -30,9 +30,14 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 /* Each block starts with this header, one alignment unit long, so that
  * ledger_free knows what to take off the books. */
 typedef struct {
+    uint64_t mark;           /* BLOCK_MARK while the block is held */
     size_t bytes;
     memory_category category;
 } block_header;
+
+/* "zzledger": what ledger_free finds before a block of ledger_alloc, and
+ * nowhere else it is likely to look (a block of malloc, one freed). */
+#define BLOCK_MARK UINT64_C(0x7a7a6c6564676572)
 
 enum { ALIGNMENT = 64 };
 _Static_assert(sizeof(block_header) <= ALIGNMENT, "header fits its slot");
@@ -147,6 +152,7 @@ void *ledger_alloc(memory_category category, size_t bytes)
         return NULL;
     }
     block_header *header = raw;
+    header->mark = BLOCK_MARK;
     header->bytes = bytes;
     header->category = category;
     count(category, bytes);
@@ -182,6 +188,16 @@ void ledger_free(void *block)
         return;
     }
     block_header *header = (block_header *)((char *)block - ALIGNMENT);
+    if (header->mark != BLOCK_MARK) {
+        /* free() of it would corrupt the heap, and the crash would come
+         * later, somewhere else. */
+        fprintf(stderr, "ledger_free: %p is not a block that ledger_alloc "
+                "gave and that is still held: one from malloc (allocate "
+                "with ledger_alloc and its category), or one freed "
+                "already\n", block);
+        abort();
+    }
+    header->mark = 0;
     uncount(header->category, header->bytes);
     free(header);
 }

@@ -83,7 +83,15 @@ enum { MOST_LAYERS = MLP_MAX_LAYERS, MOST_T = 4, FEATURES = 64,
        CLASSES = 10 };
 /* How a run is made: plain tensor parallelism, with sequence parallelism
  * (TODO 5), with the parallel loss (TODO 6), or both. */
-enum { PLAIN = 0, SEQUENCE = 1, PARALLEL_LOSS = 2 };
+enum { PLAIN = 0, SEQUENCE = 1, PARALLEL_LOSS = 2, FEW_CLASSES = 4 };
+/* FEW_CLASSES: 3 classes (--classes 3), fewer than 4 ranks: with the
+ * parallel loss, the last rank holds no class. */
+enum { FEW = 3 };
+
+static int classes_of(int mode)
+{
+    return mode & FEW_CLASSES ? FEW : CLASSES;
+}
 typedef enum { COLUMN, ROW, WHOLE } split_kind;
 
 /* The model's layers, split as the lesson says: pairs (column, row) from
@@ -104,7 +112,7 @@ static tp_layout layout_of(const run_shape *shape, int t, int mode)
     for (int l = 0; l < g.layer_count; l++) {
         const bool last = l == g.layer_count - 1;
         g.in[l] = l == 0 ? FEATURES : shape->width;
-        g.out[l] = last ? CLASSES : shape->width;
+        g.out[l] = last ? classes_of(mode) : shape->width;
         g.split[l] = l % 2 == 1                ? ROW
                      : l + 1 < g.layer_count ||
                              (mode & PARALLEL_LOSS) ? COLUMN
@@ -134,6 +142,8 @@ typedef struct {
         *v[MOST_LAYERS][MOST_T];
     double losses[TRAINING_REFERENCE_MAX_STEPS]; /* each step's, the mean
                                                     over the replicas */
+    float *grads0[MOST_LAYERS][MOST_T];  /* after the first step's backward
+                                            and the replicas' averaging */
 } tp_reference;
 
 static float *zeros(size_t count)
@@ -149,7 +159,8 @@ static void reference_init(tp_reference *ref, const run_shape *shape)
     const tp_layout *g = &ref->g;
     mlp model;
     char error[256];
-    const mlp_config config = shape_of(shape);
+    mlp_config config = shape_of(shape);
+    config.classes = g->out[g->layer_count - 1];
     ck_assert_msg(mlp_create(&model, &config, 1, error, sizeof error) == 0,
                   "%s", error);
     mlp_init(&model, 1);
@@ -344,13 +355,14 @@ static tp_reference reference_run(const run_shape *shape, int t, int dp,
                                   int mode)
 {
     tp_reference ref = { layout_of(shape, t, mode), { { NULL } }, { { NULL } },
-                         { { NULL } }, { 0 } };
+                         { { NULL } }, { 0 }, { { NULL } } };
     const tp_layout *g = &ref.g;
     reference_init(&ref, shape);
     dataset data;
     char error[256];
     ck_assert_msg(dataset_synthetic(&data, (size_t)shape->samples, FEATURES,
-                                    CLASSES, 1, error, sizeof error) == 0,
+                                    classes_of(mode), 1, error,
+                                    sizeof error) == 0,
                   "%s", error);
     const size_t batch = (size_t)shape->batch;
     size_t widest = FEATURES;
@@ -402,6 +414,11 @@ static tp_reference reference_run(const run_shape *shape, int t, int dp,
                 if (dp > 1)
                     for (size_t i = 0; i < g->held[l][r]; i++)
                         sums[l][r][i] /= (float)dp;
+                if (step == 0) {
+                    ref.grads0[l][r] = zeros(g->held[l][r]);
+                    memcpy(ref.grads0[l][r], sums[l][r],
+                           g->held[l][r] * sizeof(float));
+                }
                 adamw_step(&adamw, step + 1, ref.params[l][r], sums[l][r],
                            ref.m[l][r], ref.v[l][r], g->held[l][r]);
             }
@@ -423,7 +440,8 @@ static void reference_free(tp_reference *ref)
 {
     for (int l = 0; l < ref->g.layer_count; l++)
         for (int r = 0; r < ref->g.t; r++)
-            free(ref->params[l][r]), free(ref->m[l][r]), free(ref->v[l][r]);
+            free(ref->params[l][r]), free(ref->m[l][r]), free(ref->v[l][r]),
+                free(ref->grads0[l][r]);
 }
 
 /* ---- The first step's loss against the serial model ---- */
@@ -446,7 +464,8 @@ static void reference_free(tp_reference *ref)
 static double serial_first_loss(const run_shape *shape, int mode,
                                 double *bound)
 {
-    const mlp_config config = shape_of(shape);
+    mlp_config config = shape_of(shape);
+    config.classes = classes_of(mode);
     mlp model;
     char error[256];
     const size_t batch = (size_t)shape->batch;
@@ -455,7 +474,8 @@ static double serial_first_loss(const run_shape *shape, int mode,
     mlp_init(&model, 1);
     dataset data;
     ck_assert_msg(dataset_synthetic(&data, (size_t)shape->samples, FEATURES,
-                                    CLASSES, 1, error, sizeof error) == 0,
+                                    (size_t)config.classes, 1, error,
+                                    sizeof error) == 0,
                   "%s", error);
     /* Step 0's samples of replica 0 of 1: the first `batch`. */
     double loss = mlp_step(&model, data.inputs, data.labels, batch, 0, NULL);
@@ -498,19 +518,20 @@ static double serial_first_loss(const run_shape *shape, int mode,
     double total = 0;
     for (size_t s = 0; s < batch; s++) {
         double largest = 0;
-        for (size_t j = 0; j < CLASSES; j++)
-            if (e[s * CLASSES + j] > largest)
-                largest = e[s * CLASSES + j];
+        const size_t classes = (size_t)config.classes;
+        for (size_t j = 0; j < classes; j++)
+            if (e[s * classes + j] > largest)
+                largest = e[s * classes + j];
         total += 2 * largest;
     }
     *bound = total / (double)batch + 8 * u * fabs(loss);
     /* The parallel loss sums the exps in float, where the serial one sums
      * in double: each expf within an ulp (2u) of its value, the float sum
-     * of the CLASSES terms within gamma_CLASSES more; the sum is at least
-     * 1 (the largest logit's term), so its log moves by about that
-     * relative error, (CLASSES + 2) u: twice that allowed. */
+     * of the C terms within gamma_C more; the sum is at least 1 (the
+     * largest logit's term), so its log moves by about that relative
+     * error, (C + 2) u: twice that allowed. */
     if (mode & PARALLEL_LOSS)
-        *bound += 2 * (CLASSES + 2) * u;
+        *bound += 2 * (config.classes + 2) * u;
     free(x), free(e), free(y), free(f);
     dataset_free(&data);
     mlp_free(&model);
@@ -533,12 +554,16 @@ static run_result run_tp(int ranks, int t, int mode, const run_shape *shape,
 {
     char number[16];
     snprintf(number, sizeof number, "%d", t);
-    const char *flags[5] = { "--tp", number };
+    const char *flags[7] = { "--tp", number };
     int n = 2;
     if (mode & SEQUENCE)
         flags[n++] = "--sequence-parallel";
     if (mode & PARALLEL_LOSS)
         flags[n++] = "--parallel-loss";
+    if (mode & FEW_CLASSES) {
+        flags[n++] = "--classes";
+        flags[n++] = "3";
+    }
     return training_run(LESSON, "train_tp", ranks, shape, flags, out,
                         timeout_s);
 }
@@ -556,36 +581,170 @@ static const char *const split_names[] = { "split by rows (column)",
                                            "split by columns (row)",
                                            "whole" };
 
-/* Where a wrong parameter of a layer points, when the layers above it
- * are right: its own backward, or the gradient handed down to it. */
-static const char *layer_hint(split_kind split)
+/* Where a wrong gradient of a layer points, when the layers above it
+ * are right: its own backward, or the gradient handed down to it; with
+ * sequence parallelism, TODO 5's variants of them. */
+static const char *layer_hint(split_kind split, int mode)
 {
+    if (mode & SEQUENCE)
+        switch (split) {
+        case COLUMN:
+            return "TODO 5: a column layer's backward reads its gathered "
+                   "input (layer->gathered where it has one), and the "
+                   "gradient handed down to it is the row layer above's "
+                   "(tp_row_backward_sp: ReLU's backward on this rank's "
+                   "rows of dpost, at rows_first, then the allgather, "
+                   "then the whole batch's backward)";
+        case ROW:
+            return "TODO 5: a row layer's backward needs the whole batch's "
+                   "gradient: ReLU's backward on this rank's rows (at "
+                   "rows_first x out), then tp_allgather, then as without "
+                   "sequence parallelism; the gradient a column layer "
+                   "above hands down is reduce-scattered, each rank's rows "
+                   "at rows_first";
+        default:
+            return "TODO 5: the whole layer's backward reads its gathered "
+                   "input, and its input's gradient is whole already";
+        }
     switch (split) {
     case COLUMN:
-        return "TODO 1: a column layer's backward (ReLU's backward on its "
-               "rows, then layer_columns_backward), or TODO 2: the gradient "
-               "the row layer above hands down, at this rank's part of its "
-               "input (layer_rows_backward's; whole already, not summed)";
+        return (mode & PARALLEL_LOSS)
+                   ? "TODO 1: a column layer's backward (ReLU's backward "
+                     "only where the layer is activated: not the output "
+                     "layer split by class), or TODO 6: the loss's "
+                     "gradient, (p - onehot) / samples on this rank's "
+                     "classes, or TODO 2: the gradient a row layer hands "
+                     "down"
+                   : "TODO 1: a column layer's backward (ReLU's backward on "
+                     "its rows, then layer_columns_backward), or TODO 2: "
+                     "the gradient the row layer above hands down, at this "
+                     "rank's part of its input (layer_rows_backward's; "
+                     "whole already, not summed), or TODO 3: the two "
+                     "gradient buffers used in turn";
     case ROW:
-        return "TODO 2: a row layer's backward: its columns of dW from the "
-               "whole dpre, its bias's gradient the column sums of dpre, "
-               "the same on every rank, never summed over the ranks; or "
-               "TODO 1: the gradient a column layer above hands down is "
-               "summed over the ranks (tp_allreduce) first";
+        return "TODO 2: a row layer's backward: ReLU's backward where "
+               "activated, its columns of dW from the whole dpre, its "
+               "bias's gradient the column sums of dpre, the same on every "
+               "rank, never summed over the ranks; or TODO 1: the "
+               "gradient a column layer above hands down is summed over "
+               "the ranks (tp_allreduce) first; or TODO 3: each layer's "
+               "input is the output of the layer below";
     default:
         return "TODO 3: the layer left over is whole on every rank: "
                "layer_columns_backward with every row, no communication";
     }
 }
 
-/* Each step's loss (rank 0's report: train.h's mean over the ranks of
- * their float losses, summed in MPI's order, so within 8 units in the
- * last place of the simulation's, which adds in double), then every
- * rank's final parameters, bitwise the simulation's, the last layer
- * first: a mistake in forward shows in the losses, and one in backward
- * first in the layer that makes it (each layer's gradients depend on the
- * layers above only). The replicated parameters (a row layer's bias, a
- * whole layer) are compared with the same values on every rank. */
+/* What a wrong first loss points to. */
+static const char *forward_hint(int mode)
+{
+    if (mode & SEQUENCE)
+        return "TODO 5: the forward with sequence parallelism: each "
+               "gathered input from every rank's rows (this rank's at row "
+               "rows_first, rows_first x in floats in), the row layers' "
+               "sums reduce-scattered and read from this rank's place "
+               "(rows_first x out), the last row layer's logits whole "
+               "(tp_row_forward); or the forward of TODO 1-3";
+    if (mode & PARALLEL_LOSS)
+        return "TODO 6: the loss on logits split by class: the largest "
+               "logit over every rank's classes (tp_allreduce_max, from "
+               "-INFINITY on a rank with none) before the exps, their sum "
+               "and the label's logit summed over the ranks, log(sum) + "
+               "largest - the label's logit; or else the forward of TODO "
+               "1-3";
+    return "the forward pass: TODO 1: a column layer's rows from the whole "
+           "input, then ReLU; TODO 2: a row layer's partial sums summed "
+           "over the ranks (tp_allreduce), then the bias once, then ReLU; "
+           "TODO 3: each layer's input is the output of the one before, "
+           "the logits without activation";
+}
+
+/* Where element i of layer l's `held` values on rank r sits in the whole
+ * layer, as "W[row][column]" or "b[j]", into `where`. */
+static bool describe(const tp_layout *g, int l, int r, size_t i,
+                     char *where, size_t len)
+{
+    const size_t in = (size_t)g->in[l], out = (size_t)g->out[l];
+    const size_t count = g->count[l][r];
+    const size_t weights = g->split[l] == ROW      ? out * count
+                           : g->split[l] == COLUMN ? count * in
+                                                   : out * in;
+    const bool bias = i >= weights;
+    const size_t k = bias ? i - weights : i;
+    if (bias)
+        snprintf(where, len, "b[%zu]",
+                 (g->split[l] == COLUMN ? g->first[l][r] : 0) + k);
+    else
+        snprintf(where, len, "W[%zu][%zu]",
+                 (g->split[l] == COLUMN ? g->first[l][r] : 0) +
+                     (g->split[l] == ROW ? k / count : k / in),
+                 (g->split[l] == ROW ? g->first[l][r] : 0) +
+                     (g->split[l] == ROW ? k % count : k % in));
+    return bias;
+}
+
+/* Compares every rank's `name` file (its held values, layer by layer)
+ * with want[l][r], the last layer first; fails at the first difference,
+ * with `what_kind` ("gradient after the first step") and `hint` (NULL:
+ * the layer's own hint). */
+static void expect_held_values(const char *out, const char *name,
+                               int ranks, const tp_layout *g,
+                               float *const want[MOST_LAYERS][MOST_T],
+                               const char *what_kind, const char *hint,
+                               const char *what)
+{
+    const size_t most = 1 << 24;
+    double *got = malloc(most * sizeof *got);
+    ck_assert(got != NULL);
+    for (int rank = 0; rank < ranks; rank++) {
+        const int r = rank % g->t;
+        size_t total = 0, at[MOST_LAYERS];
+        for (int l = 0; l < g->layer_count; l++) {
+            at[l] = total;
+            total += g->held[l][r];
+        }
+        ck_assert(total <= most);
+        harness_read_doubles(out, name, rank, got, total);
+        for (int l = g->layer_count - 1; l >= 0; l--)
+            for (size_t i = 0; i < g->held[l][r]; i++) {
+                const double value = got[at[l] + i], w = want[l][r][i];
+                if (value == w && signbit(value) == signbit(w))
+                    continue;
+                char where[160];
+                const bool bias = describe(g, l, r, i, where, sizeof where);
+                ck_assert_msg(0, "%s: rank %d's layer %d (%s) %s: %s %.9g; "
+                              "the lesson's algorithm gives %.9g%s (the "
+                              "layers above it hold the right values). "
+                              "Hint: %s", what, rank, l,
+                              split_names[g->split[l]], where, what_kind,
+                              value, w,
+                              bias && g->split[l] == ROW
+                                  ? " (the replicated bias, the same on "
+                                    "every rank: its gradient is too, "
+                                    "summed over nothing)"
+                                  : "",
+                              hint != NULL ? hint
+                                           : layer_hint(g->split[l],
+                                                        g->mode));
+            }
+    }
+    free(got);
+}
+
+/* In order, each one's check naming the TODO its difference points to:
+ *   1. the first step's loss (rank 0's report: train.h's mean over the
+ *      ranks of their float losses, summed in MPI's order, so within 8
+ *      units in the last place of the simulation's, which adds in
+ *      double): a difference is in forward;
+ *   2. every rank's gradients after the first step's backward, bitwise,
+ *      the last layer first (each layer's depend on the layers above
+ *      only): the first wrong layer is the backward that made it;
+ *   3. the later steps' losses: with the first step's gradients right, a
+ *      difference is in what step 0 could not show (the biases start at
+ *      0) or in the update;
+ *   4. every rank's final parameters, bitwise, the last layer first. The
+ *      replicated parameters (a row layer's bias, a whole layer) are
+ *      compared with the same values on every rank. */
 static void expect_weights(const char *out, int ranks, int t, int mode,
                            const run_shape *shape, const char *what)
 {
@@ -594,89 +753,28 @@ static void expect_weights(const char *out, int ranks, int t, int mode,
     const tp_layout *g = &ref.g;
     double losses[TRAINING_REFERENCE_MAX_STEPS];
     harness_read_doubles(out, "losses", 0, losses, (size_t)shape->steps);
-    for (int step = 0; step < shape->steps; step++) {
+    const double first = ref.losses[0];
+    ck_assert_msg(fabs(losses[0] - first) <= 8 * ldexp(fabs(first), -24),
+                  "%s: the first step's loss is %.9g; the lesson's algorithm "
+                  "gives %.9g. Hint: %s", what, losses[0], first,
+                  forward_hint(mode));
+    expect_held_values(out, "grads0", ranks, g, ref.grads0,
+                       "its gradient after the first step is", NULL, what);
+    const char *later = "the first step's gradients are right, so what it "
+                        "could not show: TODO 2: the row layer's bias (0 "
+                        "at the start) is added once, after the sum; or "
+                        "TODO 4: AdamW on every parameter each rank holds, "
+                        "with step + 1";
+    for (int step = 1; step < shape->steps; step++) {
         const double want = ref.losses[step];
         ck_assert_msg(fabs(losses[step] - want) <=
                           8 * ldexp(fabs(want), -24),
                       "%s: step %d's loss is %.9g; the lesson's algorithm "
-                      "gives %.9g%s. Hint: %s%s", what, step, losses[step],
-                      want,
-                      step == 0 ? "" : " (the steps before agreed: the "
-                                       "update, or the parameters it "
-                                       "changed, differ)",
-                      (mode & PARALLEL_LOSS) && step == 0
-                          ? "TODO 6: the loss on logits split by class: "
-                            "the largest logit over every rank's classes "
-                            "(tp_allreduce_max) before the exps, their "
-                            "sum and the label's logit summed over the "
-                            "ranks, log(sum) + largest - the label's "
-                            "logit; or else the forward pass, "
-                          : "the forward pass: ",
-                      step == 0 ? "TODO 2: a row layer's outputs are the "
-                                  "sum over the ranks (tp_allreduce), then "
-                                  "the bias once, then ReLU; TODO 1: a "
-                                  "column layer computes from the whole "
-                                  "input; TODO 3: each layer's input is "
-                                  "the output of the one before"
-                                : "TODO 2: the row layer's bias is added "
-                                  "once, after the sum (it started at 0, "
-                                  "so step 0 could not tell); TODO 4");
+                      "gives %.9g. Hint: %s", what, step, losses[step],
+                      want, later);
     }
-    const size_t most = 1 << 24;
-    double *got = malloc(most * sizeof *got);
-    ck_assert(got != NULL);
-    for (int rank = 0; rank < ranks; rank++) {
-        const int r = rank % t;
-        size_t total = 0, at[MOST_LAYERS];
-        for (int l = 0; l < g->layer_count; l++) {
-            at[l] = total;
-            total += g->held[l][r];
-        }
-        ck_assert(total <= most);
-        harness_read_doubles(out, "params", rank, got, total);
-        for (int l = g->layer_count - 1; l >= 0; l--) {
-            const size_t in = (size_t)g->in[l], out_l = (size_t)g->out[l];
-            const size_t count = g->count[l][r];
-            const size_t weights = g->split[l] == ROW ? out_l * count
-                                   : g->split[l] == COLUMN ? count * in
-                                                           : out_l * in;
-            for (size_t i = 0; i < g->held[l][r]; i++) {
-                const double value = got[at[l] + i];
-                const double want = ref.params[l][r][i];
-                if (value == want && signbit(value) == signbit(want))
-                    continue;
-                char where[160];
-                const bool bias = i >= weights;
-                const size_t k = bias ? i - weights : i;
-                const size_t row = g->split[l] == ROW ? k / count : k / in;
-                const size_t column = g->split[l] == ROW ? k % count
-                                                         : k % in;
-                if (bias)
-                    snprintf(where, sizeof where, "b[%zu]",
-                             (g->split[l] == COLUMN ? g->first[l][r] : 0) +
-                                 k);
-                else
-                    snprintf(where, sizeof where, "W[%zu][%zu]",
-                             (g->split[l] == COLUMN ? g->first[l][r] : 0) +
-                                 row,
-                             (g->split[l] == ROW ? g->first[l][r] : 0) +
-                                 column);
-                ck_assert_msg(0, "%s: rank %d's layer %d (%s) %s is %.9g "
-                              "after %d steps; the lesson's algorithm gives "
-                              "%.9g%s (the layers above it hold the right "
-                              "values). Hint: %s", what, rank, l,
-                              split_names[g->split[l]], where, value,
-                              shape->steps, want,
-                              bias && g->split[l] == ROW
-                                  ? " (the replicated bias, the same on "
-                                    "every rank: its gradient is too, "
-                                    "summed over nothing)"
-                                  : "",
-                              layer_hint(g->split[l]));
-            }
-        }
-    }
-    free(got);
+    expect_held_values(out, "params", ranks, g, ref.params,
+                       "after the last step it is", later, what);
     reference_free(&ref);
 }
 
@@ -1104,9 +1202,15 @@ START_TEST(two_pairs_run)
 }
 END_TEST
 
+/* Hidden layers of 3 units on 4 ranks, in two pairs: the last rank holds
+ * no row of either column layer, and still takes part in the sums of
+ * the second one's input gradient. */
+static const run_shape narrow_two_pairs = { 3, 3, 3, 4, 40, 8, 1e-3, 0.1 };
+
 START_TEST(narrow_layers)
 {
     check_run(4, 4, PLAIN, &narrow_run, "layers of 3 units");
+    check_run(4, 4, PLAIN, &narrow_two_pairs, "two pairs of 3 units");
 }
 END_TEST
 
@@ -1147,6 +1251,15 @@ START_TEST(parallel_loss_runs)
     for (int t = 2; t <= 4; t++)
         check_run(t, t, PARALLEL_LOSS, &test_run,
                   "a pair and the output layer split by class");
+}
+END_TEST
+
+/* 3 classes on 4 ranks: the last holds none, and still takes part in
+ * the maximum (its own is -infinity) and the sums. */
+START_TEST(parallel_loss_a_rank_without_classes)
+{
+    check_run(4, 4, PARALLEL_LOSS | FEW_CLASSES, &test_run,
+              "3 classes split among 4 ranks");
 }
 END_TEST
 
@@ -1232,8 +1345,8 @@ Suite *lesson_suite(void)
                 "as the formulas say", pair_and_whole_layer, 0, 60);
     harness_add(suite, "two pairs on t = 2 and 4: the same checks",
                 two_pairs_run, 0, 40);
-    harness_add(suite, "layers of 3 units on t = 4 (a rank holds none): the "
-                "same checks", narrow_layers, 0, 25);
+    harness_add(suite, "layers of 3 units on t = 4 (a rank holds none), one "
+                "pair and two: the same checks", narrow_layers, 0, 30);
     harness_add(suite, "2 replicas of a group of 2 on 4 ranks: the same "
                 "checks", groups_and_replicas, 0, 25);
     harness_add(suite, "sequence parallelism, a pair and the output layer "
@@ -1246,6 +1359,9 @@ Suite *lesson_suite(void)
     harness_add(suite, "the parallel loss, 10 classes on t = 2, 3 and 4: "
                 "weights bitwise, loss near serial, collectives and memory",
                 parallel_loss_runs, 0, 40);
+    harness_add(suite, "the parallel loss, 3 classes on t = 4 (a rank holds "
+                "none): the same checks", parallel_loss_a_rank_without_classes,
+                0, 25);
     harness_add(suite, "the parallel loss with sequence parallelism on t = 2 "
                 "and 4: the same checks",
                 parallel_loss_with_sequence_parallelism, 0, 30);

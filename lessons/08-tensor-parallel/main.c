@@ -10,7 +10,7 @@
  *   scripts/mpirun -np 4 build/student/08-tensor-parallel/train_tp --tp 2
  *
  * With --out, every rank reports to the tests: the parameters it holds at
- * the end, its layers' parts, the collectives of the first step as the
+ * the end and its gradients after the first step, its layers' parts, the collectives of the first step as the
  * given tp_allreduce recorded them, the bytes each phase of the steps
  * sent (the communication ledger), and the memory ledger's peaks by
  * category: what given code saw, not what your code says.
@@ -36,6 +36,7 @@
 #include "mlp.h"
 #include "optimizer.h"
 #include "partition.h"
+#include "report.h"
 #include "steps.h"
 #include "tensor_parallel.h"
 #include "timer.h"
@@ -221,9 +222,33 @@ static void check_parameters(trainer *t, long step)
     }
 }
 
+/* With --out, the gradients every rank holds after the first step's
+ * backward (and the replicas' averaging), layer by layer: the tests
+ * compare them, the last layer first, so that a mistake in backward is
+ * named by the first layer it makes wrong. */
+static void write_first_gradients(trainer *t)
+{
+    const size_t count = tp_held_total(&t->tp);
+    float *all = malloc((count ? count : 1) * sizeof *all);
+    if (all == NULL)
+        tp_abort(&t->tp, "out of memory for the report");
+    size_t at = 0;
+    for (int l = 0; l < t->tp.layer_count; l++) {
+        const tp_layer *layer = &t->tp.layers[l];
+        memcpy(all + at, layer->grads, layer->held * sizeof *all);
+        at += layer->held;
+    }
+    if (report_write_floats(t->config->out, "grads0", t->config->rank, all,
+                            count) != 0)
+        tp_abort(&t->tp, "the first step's gradients could not be written");
+    free(all);
+}
+
 static void update(void *context, long step)
 {
     trainer *t = context;
+    if (step == 0 && t->config->out != NULL)
+        write_first_gradients(t);
     uint64_t before = phase_begin(t, TP_PHASE_UPDATE);
     tp_update(&t->tp, step);
     phase_end(t, TP_PHASE_UPDATE, before);
@@ -456,7 +481,8 @@ int main(int argc, char **argv)
                                  (float)c.weight_decay };
     ledger_watch_start_threads();
     /* From here on your code runs: behind the boundary when graded. */
-    train_enter_boundary_or_exit("train_tp", report, c.out, c.rank, NULL);
+    train_enter_boundary_or_exit("train_tp", report, c.out, c.rank,
+                                 "grads0");
     ledger_watch_start(&t.memory, false);
     bool refused = tp_create(&t.tp, &shape, c.local_batch, group, &adamw,
                              c.sequence_parallel, c.parallel_loss) != 0;

@@ -82,10 +82,20 @@ void tp_check_alloc(tp_state *z, const void *block)
         tp_abort(z, memory_ledger_last_error());
 }
 
+/* A collective that failed: most often the ranks did not all call it, or
+ * called it with different counts (a rank's own part.count where every
+ * rank must pass the same), so their messages did not match. */
 static void check_collective(tp_state *z, int result)
 {
-    if (result != 0)
-        tp_abort(z, z->error);
+    if (result == 0)
+        return;
+    char why[512];
+    snprintf(why, sizeof why, "%s. Every rank of the group must make the "
+             "same calls of tp_allreduce, tp_reduce_scatter and "
+             "tp_allgather, in the same order, with the same count: one "
+             "only some ranks make, or with a count that differs between "
+             "them (a rank's own part.count?), does not match", z->error);
+    tp_abort(z, why);
 }
 
 void tp_reduce_scatter(tp_state *z, float *buffer, size_t count)
