@@ -175,6 +175,19 @@ void *ledger_alloc(memory_category category, size_t bytes)
     return (char *)raw + ALIGNMENT;
 }
 
+/* ledger_free of a block that ledger_alloc did not give: a bug in the
+ * caller, not bad input. free() of it would corrupt the heap, and the
+ * crash would come later, somewhere else: this says so now, and ends
+ * the process. */
+static _Noreturn void ledger_free_check_failed(const void *block)
+{
+    fprintf(stderr, "ledger_free: %p is not a block that ledger_alloc gave "
+            "and that is still held: one from malloc (allocate with "
+            "ledger_alloc and its category), or one freed already\n",
+            block);
+    abort();
+}
+
 void ledger_free(void *block)
 {
     if (block == NULL)
@@ -188,15 +201,8 @@ void ledger_free(void *block)
         return;
     }
     block_header *header = (block_header *)((char *)block - ALIGNMENT);
-    if (header->mark != BLOCK_MARK) {
-        /* free() of it would corrupt the heap, and the crash would come
-         * later, somewhere else. */
-        fprintf(stderr, "ledger_free: %p is not a block that ledger_alloc "
-                "gave and that is still held: one from malloc (allocate "
-                "with ledger_alloc and its category), or one freed "
-                "already\n", block);
-        abort();
-    }
+    if (header->mark != BLOCK_MARK)
+        ledger_free_check_failed(block);
     header->mark = 0;
     uncount(header->category, header->bytes);
     free(header);
