@@ -257,13 +257,22 @@ int train_run(const train_setup *setup, const train_steps *plug,
 
 void train_enter_boundary_or_exit(const char *program, FILE *report,
                                   const char *out, int rank,
-                                  const char *own_vector)
+                                  const char *const *own_vectors)
 {
-    const char *losses = rank == 0 ? "losses" : NULL;
-    const char *const with_own[] = { own_vector, "params", losses, NULL };
-    const char *const loop_only[] = { "params", losses, NULL };
-    mpi_enter_boundary_or_exit(program, report, out, rank,
-                               own_vector != NULL ? with_own : loop_only);
+    const char *writable[TRAIN_OWN_VECTORS + 3] = { "params" };
+    size_t n = 1;
+    for (size_t k = 0; own_vectors != NULL && own_vectors[k] != NULL; k++) {
+        if (k == TRAIN_OWN_VECTORS) {
+            fprintf(stderr, "%s: more than %d vectors of its own to "
+                    "write\n", program, TRAIN_OWN_VECTORS);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        writable[n++] = own_vectors[k];
+    }
+    /* Rank 0's losses last: the list ends at the first NULL. */
+    writable[n] = rank == 0 ? "losses" : NULL;
+    writable[n + 1] = NULL;
+    mpi_enter_boundary_or_exit(program, report, out, rank, writable);
 }
 
 void train_run_or_exit(const char *program, const train_setup *setup,

@@ -125,10 +125,12 @@ int train_run(const train_setup *setup, const train_steps *steps,
 /* Before the driver runs any of the student's code, every rank:
  * mpi_enter_boundary_or_exit (check_mpi.h) with the loop's own vectors
  * writable (params, and on rank 0 losses) and, when not NULL, the
- * driver's `own_vector` too (lessons 06 and 07: "master"). */
+ * driver's own, a list ended by NULL (lessons 06 and 07: "master"; at
+ * most TRAIN_OWN_VECTORS). */
+enum { TRAIN_OWN_VECTORS = 4 };
 void train_enter_boundary_or_exit(const char *program, FILE *report,
                                   const char *out, int rank,
-                                  const char *own_vector);
+                                  const char *const *own_vectors);
 
 /* train_run, and on a failure the driver's end of the job: this rank
  * prints "PROGRAM: ERROR" and ends every rank with MPI_Abort(status). */

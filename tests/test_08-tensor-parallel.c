@@ -88,6 +88,18 @@ enum { PLAIN = 0, SEQUENCE = 1, PARALLEL_LOSS = 2, FEW_CLASSES = 4 };
  * parallel loss, the last rank holds no class. */
 enum { FEW = 3 };
 
+/* The seed of the model and the data (--seed). With 3 classes, seed 8:
+ * at seed 1 some class's logit is above 0 for every sample the runs see,
+ * so a largest logit started at 0 in place of -infinity (the softmax is
+ * the same in exact arithmetic, not in float, and underflows to a sum of
+ * 0 when every logit is far below 0) would give the same bits; at seed 8,
+ * 3 of the first step's 4 samples have every logit below 0 (the judge
+ * counts them and stops if a change of the model's start makes it none). */
+static uint64_t seed_of(int mode)
+{
+    return mode & FEW_CLASSES ? 8 : 1;
+}
+
 static int classes_of(int mode)
 {
     return mode & FEW_CLASSES ? FEW : CLASSES;
@@ -144,6 +156,9 @@ typedef struct {
                                                     over the replicas */
     float *grads0[MOST_LAYERS][MOST_T];  /* after the first step's backward
                                             and the replicas' averaging */
+    float *dlogits0[MOST_T];  /* the parallel loss's gradient at each
+                                 rank's logits, the first step's, replica
+                                 0's */
 } tp_reference;
 
 static float *zeros(size_t count)
@@ -153,7 +168,7 @@ static float *zeros(size_t count)
     return p;
 }
 
-/* mlp_init(1)'s model, whole, and each rank's part of it. */
+/* mlp_init(seed_of(mode))'s model, whole, and each rank's part of it. */
 static void reference_init(tp_reference *ref, const run_shape *shape)
 {
     const tp_layout *g = &ref->g;
@@ -163,7 +178,7 @@ static void reference_init(tp_reference *ref, const run_shape *shape)
     config.classes = g->out[g->layer_count - 1];
     ck_assert_msg(mlp_create(&model, &config, 1, error, sizeof error) == 0,
                   "%s", error);
-    mlp_init(&model, 1);
+    mlp_init(&model, seed_of(g->mode));
     for (int l = 0; l < g->layer_count; l++) {
         const float *w = model.params + model.layers[l].weights;
         const float *b = model.params + model.layers[l].biases;
@@ -193,6 +208,9 @@ typedef struct {
     float *grads[MOST_LAYERS][MOST_T];
     float *whole_gradient, *next_gradient, *partial;
     float *part_gradient[MOST_T];
+    size_t below_zero;    /* samples whose largest logit is below 0 */
+    float *logit_gradient[MOST_T];  /* not NULL: where the parallel loss's
+                                       gradient at the logits is copied */
 } group_buffers;
 
 /* The parallel cross-entropy (TODO 6) on the last layer's logits split
@@ -228,6 +246,7 @@ static double parallel_loss(const tp_layout *g, group_buffers *s,
             sum = r == 0 ? part : sum + part;
             label_logit = r == 0 ? label : label_logit + label;
         }
+        s->below_zero += largest < 0;
         total += log((double)sum) + largest - label_logit;
         for (int r = 0; r < g->t; r++) {
             const size_t n = g->count[last][r];
@@ -291,9 +310,12 @@ static double group_step(const tp_reference *ref, group_buffers *s,
     }
     const int classes = g->out[last];
     double sum = 0;
-    if (g->split[last] == COLUMN)
+    if (g->split[last] == COLUMN) {
         sum = parallel_loss(g, s, labels, batch);
-    else {
+        for (int r = 0; r < t && s->logit_gradient[r] != NULL; r++)
+            memcpy(s->logit_gradient[r], s->part_gradient[r],
+                   batch * g->count[last][r] * sizeof(float));
+    } else {
         sum = cross_entropy_sum(s->pre[last][0], s->post[last][0], labels,
                                 batch, classes, NULL);
         cross_entropy_gradient(s->post[last][0], labels, batch, classes,
@@ -355,13 +377,13 @@ static tp_reference reference_run(const run_shape *shape, int t, int dp,
                                   int mode)
 {
     tp_reference ref = { layout_of(shape, t, mode), { { NULL } }, { { NULL } },
-                         { { NULL } }, { 0 }, { { NULL } } };
+                         { { NULL } }, { 0 }, { { NULL } }, { NULL } };
     const tp_layout *g = &ref.g;
     reference_init(&ref, shape);
     dataset data;
     char error[256];
     ck_assert_msg(dataset_synthetic(&data, (size_t)shape->samples, FEATURES,
-                                    classes_of(mode), 1, error,
+                                    classes_of(mode), seed_of(mode), error,
                                     sizeof error) == 0,
                   "%s", error);
     const size_t batch = (size_t)shape->batch;
@@ -370,7 +392,8 @@ static tp_reference reference_run(const run_shape *shape, int t, int dp,
         widest = (size_t)shape->width;
     group_buffers s = { { { NULL } }, { { NULL } }, { { NULL } },
                         zeros(batch * widest), zeros(batch * widest),
-                        zeros(batch * widest), { NULL } };
+                        zeros(batch * widest), { NULL }, 0,
+                        { NULL } };
     float *sums[MOST_LAYERS][MOST_T];
     for (int r = 0; r < t; r++)
         s.part_gradient[r] = zeros(batch * widest);
@@ -399,7 +422,13 @@ static tp_reference reference_run(const run_shape *shape, int t, int dp,
                        FEATURES * sizeof *inputs);
                 labels[k] = data.labels[sample];
             }
+            const bool keep = step == 0 && d == 0 && (mode & PARALLEL_LOSS);
+            for (int r = 0; keep && r < t; r++)
+                s.logit_gradient[r] = ref.dlogits0[r] =
+                    zeros(batch * g->count[g->layer_count - 1][r]);
             double loss = group_step(&ref, &s, inputs, labels, batch);
+            for (int r = 0; r < t; r++)
+                s.logit_gradient[r] = NULL;
             /* The driver's loss: the mean of the batch, as a float. */
             ref.losses[step] += (float)(loss / (double)batch) / (double)dp;
             for (int l = 0; l < g->layer_count; l++)
@@ -415,6 +444,10 @@ static tp_reference reference_run(const run_shape *shape, int t, int dp,
                     for (size_t i = 0; i < g->held[l][r]; i++)
                         sums[l][r][i] /= (float)dp;
                 if (step == 0) {
+                    ck_assert_msg(!(mode & FEW_CLASSES) || s.below_zero > 0,
+                                  "the test's data no longer has a sample "
+                                  "whose every logit is below 0 (see "
+                                  "seed_of): pick another seed");
                     ref.grads0[l][r] = zeros(g->held[l][r]);
                     memcpy(ref.grads0[l][r], sums[l][r],
                            g->held[l][r] * sizeof(float));
@@ -442,6 +475,8 @@ static void reference_free(tp_reference *ref)
         for (int r = 0; r < ref->g.t; r++)
             free(ref->params[l][r]), free(ref->m[l][r]), free(ref->v[l][r]),
                 free(ref->grads0[l][r]);
+    for (int r = 0; r < ref->g.t; r++)
+        free(ref->dlogits0[r]);
 }
 
 /* ---- The first step's loss against the serial model ---- */
@@ -471,10 +506,11 @@ static double serial_first_loss(const run_shape *shape, int mode,
     const size_t batch = (size_t)shape->batch;
     ck_assert_msg(mlp_create(&model, &config, batch, error, sizeof error) ==
                   0, "%s", error);
-    mlp_init(&model, 1);
+    mlp_init(&model, seed_of(mode));
     dataset data;
     ck_assert_msg(dataset_synthetic(&data, (size_t)shape->samples, FEATURES,
-                                    (size_t)config.classes, 1, error,
+                                    (size_t)config.classes, seed_of(mode),
+                                    error,
                                     sizeof error) == 0,
                   "%s", error);
     /* Step 0's samples of replica 0 of 1: the first `batch`. */
@@ -554,7 +590,7 @@ static run_result run_tp(int ranks, int t, int mode, const run_shape *shape,
 {
     char number[16];
     snprintf(number, sizeof number, "%d", t);
-    const char *flags[7] = { "--tp", number };
+    const char *flags[9] = { "--tp", number };
     int n = 2;
     if (mode & SEQUENCE)
         flags[n++] = "--sequence-parallel";
@@ -564,6 +600,10 @@ static run_result run_tp(int ranks, int t, int mode, const run_shape *shape,
         flags[n++] = "--classes";
         flags[n++] = "3";
     }
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)seed_of(mode));
+    flags[n++] = "--seed";
+    flags[n++] = seed;
     return training_run(LESSON, "train_tp", ranks, shape, flags, out,
                         timeout_s);
 }
@@ -731,11 +771,50 @@ static void expect_held_values(const char *out, const char *name,
     free(got);
 }
 
+/* The parallel loss's gradient at each logit of replica 0's ranks after
+ * the first step's loss, bitwise: TODO 6's (exp(z - M) / S - onehot) /
+ * samples. */
+static void expect_logit_gradients(const char *out, const tp_layout *g,
+                                   size_t batch,
+                                   float *const want[MOST_T],
+                                   const char *what)
+{
+    const int last = g->layer_count - 1;
+    for (int r = 0; r < g->t; r++) {
+        const size_t n = g->count[last][r];
+        if (n == 0)
+            continue;
+        double *got = malloc(batch * n * sizeof *got);
+        ck_assert(got != NULL);
+        harness_read_doubles(out, "dlogits0", r, got, batch * n);
+        for (size_t i = 0; i < batch * n; i++) {
+            const double w = want[r][i];
+            if (got[i] == w && signbit(got[i]) == signbit(w))
+                continue;
+            const double value = got[i];
+            free(got);
+            ck_assert_msg(0, "%s: rank %d's gradient at the logit of "
+                          "sample %zu, class %zu, after the first step's "
+                          "loss is %.9g; the lesson's algorithm gives %.9g. "
+                          "Hint: TODO 6: the softmax from the largest logit "
+                          "over every rank (tp_allreduce_max, each rank's "
+                          "from -INFINITY) and the exps' sum over the "
+                          "ranks, then (expf(z - largest) / sum - onehot) "
+                          "/ samples, into gradient[0]",
+                          what, r, i / n, g->first[last][r] + i % n, value,
+                          w);
+        }
+        free(got);
+    }
+}
+
 /* In order, each one's check naming the TODO its difference points to:
  *   1. the first step's loss (rank 0's report: train.h's mean over the
  *      ranks of their float losses, summed in MPI's order, so within 8
  *      units in the last place of the simulation's, which adds in
  *      double): a difference is in forward;
+ *   1b. with the parallel loss, every rank's gradient at its logits,
+ *      bitwise: a difference is TODO 6's;
  *   2. every rank's gradients after the first step's backward, bitwise,
  *      the last layer first (each layer's depend on the layers above
  *      only): the first wrong layer is the backward that made it;
@@ -758,6 +837,9 @@ static void expect_weights(const char *out, int ranks, int t, int mode,
                   "%s: the first step's loss is %.9g; the lesson's algorithm "
                   "gives %.9g. Hint: %s", what, losses[0], first,
                   forward_hint(mode));
+    if (mode & PARALLEL_LOSS)
+        expect_logit_gradients(out, g, (size_t)shape->batch, ref.dlogits0,
+                               what);
     expect_held_values(out, "grads0", ranks, g, ref.grads0,
                        "its gradient after the first step is", NULL, what);
     const char *later = "the first step's gradients are right, so what it "

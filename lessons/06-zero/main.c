@@ -557,7 +557,7 @@ int main(int argc, char **argv)
     ledger_watch_start_threads();
     /* From here on your code runs: behind the boundary when graded. */
     train_enter_boundary_or_exit("train_zero", report, c.out, c.rank,
-                                 "master");
+                                 (const char *const[]){ "master", NULL });
     zero_create(&t.zero, c.stage, c.prefetch, &t.model, &adamw);
     ledger_watch_start(&t.memory, false);
     allocate_state(&c, &t);

@@ -717,7 +717,7 @@ int main(int argc, char **argv)
     ledger_watch_start_threads();
     /* From here on your code runs: behind the boundary when graded. */
     train_enter_boundary_or_exit("train_offload", report, c.out, c.rank,
-                                 "master");
+                                 (const char *const[]){ "master", NULL });
     if (c.no_offload) {
         zero_create(&t.zero, 0, false, &t.model, &adamw);
         t.zero.program = "train_offload";

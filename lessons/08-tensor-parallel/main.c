@@ -151,6 +151,20 @@ static float loss_of(trainer *t, const int *labels, size_t samples,
     return loss;
 }
 
+/* With --out and the parallel loss, the gradient at this rank's logits
+ * after the first step's loss (TODO 6's, batch x its classes): the tests
+ * compare it before the layers' gradients, which a wrong one makes
+ * wrong, so that TODO 6 is named rather than the layer below. */
+static void write_first_logit_gradient(trainer *t, size_t batch)
+{
+    const tp_layer *last = &t->tp.layers[t->tp.layer_count - 1];
+    if (report_write_floats(t->config->out, "dlogits0", t->config->rank,
+                            t->tp.gradient[0],
+                            batch * (size_t)last->part.count) != 0)
+        tp_abort(&t->tp, "the first step's logit gradient could not be "
+                 "written");
+}
+
 /* One training step's forward, loss and backward (train.h's compute). */
 static float forward_backward(void *context, long step, const float *inputs,
                               const int *labels, size_t batch)
@@ -165,6 +179,8 @@ static float forward_backward(void *context, long step, const float *inputs,
     before = phase_begin(t, TP_PHASE_LOSS);
     float loss = loss_of(t, labels, batch, true, NULL, step);
     phase_end(t, TP_PHASE_LOSS, before);
+    if (step == 0 && t->config->out != NULL && t->tp.parallel_loss)
+        write_first_logit_gradient(t, batch);
     before = phase_begin(t, TP_PHASE_BACKWARD);
     (sp ? tp_backward_sp : tp_backward)(&t->tp, inputs);
     phase_end(t, TP_PHASE_BACKWARD, before);
@@ -482,7 +498,8 @@ int main(int argc, char **argv)
     ledger_watch_start_threads();
     /* From here on your code runs: behind the boundary when graded. */
     train_enter_boundary_or_exit("train_tp", report, c.out, c.rank,
-                                 "grads0");
+                                 (const char *const[]){ "grads0", "dlogits0",
+                                                        NULL });
     ledger_watch_start(&t.memory, false);
     bool refused = tp_create(&t.tp, &shape, c.local_batch, group, &adamw,
                              c.sequence_parallel, c.parallel_loss) != 0;
