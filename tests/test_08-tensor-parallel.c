@@ -156,6 +156,9 @@ typedef struct {
                                                     over the replicas */
     float *grads0[MOST_LAYERS][MOST_T];  /* after the first step's backward
                                             and the replicas' averaging */
+    uint64_t replicated[TRAINING_REFERENCE_MAX_STEPS][MOST_T];
+                              /* after each step, the hash of what rank r
+                                 holds whole (replicated_hash) */
     float *dlogits0[MOST_T];  /* the parallel loss's gradient at each
                                  rank's logits, the first step's, replica
                                  0's */
@@ -166,6 +169,32 @@ static float *zeros(size_t count)
     float *p = calloc(count ? count : 1, sizeof *p);
     ck_assert(p != NULL);
     return p;
+}
+
+/* FNV-1a 64 over the bits (4 bytes each, the lowest first) of what rank
+ * r holds whole, layer by layer: a row layer's bias (after its out x
+ * count columns of W), a whole layer's W and b; train_tp writes the same
+ * hash after each step. */
+static uint64_t replicated_hash(const tp_layout *g,
+                                float *const params[MOST_LAYERS][MOST_T],
+                                int r)
+{
+    uint64_t hash = 0xcbf29ce484222325u;
+    for (int l = 0; l < g->layer_count; l++) {
+        const size_t out = (size_t)g->out[l];
+        const size_t skip = g->split[l] == ROW ? out * g->count[l][r] : 0;
+        const size_t count = g->split[l] == ROW     ? out
+                             : g->split[l] == WHOLE ? g->held[l][r]
+                                                    : 0;
+        for (size_t i = 0; i < count; i++) {
+            uint32_t bits;
+            memcpy(&bits, &params[l][r][skip + i], sizeof bits);
+            for (int k = 0; k < 4; k++)
+                hash = (hash ^ ((bits >> (8 * k)) & 0xffu)) *
+                       0x100000001b3u;
+        }
+    }
+    return hash;
 }
 
 /* mlp_init(seed_of(mode))'s model, whole, and each rank's part of it. */
@@ -377,7 +406,8 @@ static tp_reference reference_run(const run_shape *shape, int t, int dp,
                                   int mode)
 {
     tp_reference ref = { layout_of(shape, t, mode), { { NULL } }, { { NULL } },
-                         { { NULL } }, { 0 }, { { NULL } }, { NULL } };
+                         { { NULL } }, { 0 }, { { NULL } }, { { 0 } },
+                         { NULL } };
     const tp_layout *g = &ref.g;
     reference_init(&ref, shape);
     dataset data;
@@ -455,6 +485,8 @@ static tp_reference reference_run(const run_shape *shape, int t, int dp,
                 adamw_step(&adamw, step + 1, ref.params[l][r], sums[l][r],
                            ref.m[l][r], ref.v[l][r], g->held[l][r]);
             }
+        for (int r = 0; r < t; r++)
+            ref.replicated[step][r] = replicated_hash(g, ref.params, r);
     }
     for (int l = 0; l < g->layer_count; l++)
         for (int r = 0; r < t; r++) {
@@ -808,6 +840,47 @@ static void expect_logit_gradients(const char *out, const tp_layout *g,
     }
 }
 
+/* After every step, what every rank holds whole (a row layer's bias, a
+ * whole layer) against the simulation's, by train_tp's hash of its bits:
+ * equal on every rank, step after step, without being communicated. */
+static void expect_replicated(const char *out, int ranks, const tp_layout *g,
+                              const tp_reference *ref, int steps,
+                              const char *what)
+{
+    double hashes[MOST_T * 2][2 * TRAINING_REFERENCE_MAX_STEPS];
+    ck_assert(ranks <= MOST_T * 2 && steps <= TRAINING_REFERENCE_MAX_STEPS);
+    for (int rank = 0; rank < ranks; rank++)
+        harness_read_doubles(out, "replicated", rank, hashes[rank],
+                             2 * (size_t)steps);
+    for (int step = 0; step < steps; step++)
+        for (int rank = 0; rank < ranks; rank++) {
+            const uint64_t got =
+                (uint64_t)hashes[rank][2 * step] << 32 |
+                (uint64_t)hashes[rank][2 * step + 1];
+            if (got == ref->replicated[step][rank % g->t])
+                continue;
+            const bool rank0_right =
+                ((uint64_t)hashes[0][2 * step] << 32 |
+                 (uint64_t)hashes[0][2 * step + 1]) ==
+                ref->replicated[step][0];
+            ck_assert_msg(0, "%s: after step %d, rank %d's replicated "
+                          "parameters (the row layers' biases, a whole "
+                          "layer) are not the lesson's algorithm's%s. "
+                          "Hint: %s", what, step, rank,
+                          rank0_right ? "; rank 0's are" : "",
+                          rank0_right
+                              ? "they are the same on every rank, and stay "
+                                "so without being sent: their gradients "
+                                "are the same on every rank (TODO 2: a row "
+                                "layer's bias gradient is never summed over "
+                                "the ranks), and TODO 4 updates every "
+                                "parameter a rank holds the same way"
+                              : "the first step's gradients are right, so "
+                                "TODO 4: AdamW on every parameter each rank "
+                                "holds, with step + 1");
+        }
+}
+
 /* In order, each one's check naming the TODO its difference points to:
  *   1. the first step's loss (rank 0's report: train.h's mean over the
  *      ranks of their float losses, summed in MPI's order, so within 8
@@ -818,7 +891,9 @@ static void expect_logit_gradients(const char *out, const tp_layout *g,
  *   2. every rank's gradients after the first step's backward, bitwise,
  *      the last layer first (each layer's depend on the layers above
  *      only): the first wrong layer is the backward that made it;
- *   3. the later steps' losses: with the first step's gradients right, a
+ *   3. what every rank holds whole, after every step (a hash of its
+ *      bits): the same on every rank, and the simulation's;
+ *   3b. the later steps' losses: with the first step's gradients right, a
  *      difference is in what step 0 could not show (the biases start at
  *      0) or in the update;
  *   4. every rank's final parameters, bitwise, the last layer first. The
@@ -842,6 +917,7 @@ static void expect_weights(const char *out, int ranks, int t, int mode,
                                what);
     expect_held_values(out, "grads0", ranks, g, ref.grads0,
                        "its gradient after the first step is", NULL, what);
+    expect_replicated(out, ranks, g, &ref, shape->steps, what);
     const char *later = "the first step's gradients are right, so what it "
                         "could not show: TODO 2: the row layer's bias (0 "
                         "at the start) is added once, after the sum; or "

@@ -74,6 +74,9 @@ typedef struct {
     float *padded;            /* sequence parallelism: a held-out batch
                                  made a multiple of t, (max_batch,
                                  features) */
+    double *replicated;       /* with --out: after each step, the hash of
+                                 the replicated parameters, as two 32-bit
+                                 halves (steps x 2) */
     char error[256];
 } trainer;
 
@@ -260,6 +263,49 @@ static void write_first_gradients(trainer *t)
     free(all);
 }
 
+/* FNV-1a over the bits of every parameter this rank holds whole, which
+ * every rank of the group must hold the same: a row layer's bias, a
+ * whole layer's W and b; layer by layer. */
+static uint64_t replicated_hash(const tp_state *z)
+{
+    uint64_t hash = 14695981039346656037u;
+    for (int l = 0; l < z->layer_count; l++) {
+        const tp_layer *layer = &z->layers[l];
+        const size_t out = (size_t)layer->out;
+        const float *from = layer->split == TP_ROW
+                                ? layer->params + out *
+                                                      (size_t)layer->part.count
+                                : layer->params;
+        const size_t count = layer->split == TP_ROW     ? out
+                             : layer->split == TP_WHOLE ? layer->held
+                                                        : 0;
+        for (size_t i = 0; i < count; i++) {
+            uint32_t bits;
+            memcpy(&bits, &from[i], sizeof bits);
+            for (int k = 0; k < 4; k++) {
+                hash ^= (bits >> (8 * k)) & 0xffu;
+                hash *= 1099511628211u;
+            }
+        }
+    }
+    return hash;
+}
+
+/* With --out, after each update: the replicated parameters' hash, which
+ * the tests compare on every rank after every step; written after the
+ * last. */
+static void record_replicated(trainer *t, long step)
+{
+    const uint64_t hash = replicated_hash(&t->tp);
+    t->replicated[2 * step] = (double)(hash >> 32);
+    t->replicated[2 * step + 1] = (double)(hash & 0xffffffffu);
+    if (step + 1 == (long)t->config->steps &&
+        report_write_doubles(t->config->out, "replicated", t->config->rank,
+                             t->replicated, 2 * t->config->steps) != 0)
+        tp_abort(&t->tp, "the replicated parameters' hashes could not be "
+                 "written");
+}
+
 static void update(void *context, long step)
 {
     trainer *t = context;
@@ -269,6 +315,8 @@ static void update(void *context, long step)
     tp_update(&t->tp, step);
     phase_end(t, TP_PHASE_UPDATE, before);
     check_parameters(t, step);
+    if (t->replicated != NULL)
+        record_replicated(t, step);
     /* The record holds the first step's collectives: every step issues
      * the same. */
     tp_record_stop();
@@ -495,10 +543,16 @@ int main(int argc, char **argv)
                                ACTIVATION_RELU };
     const adamw_config adamw = { (float)c.learning_rate, 0.9f, 0.999f, 1e-8f,
                                  (float)c.weight_decay };
+    if (c.out != NULL) {
+        t.replicated = malloc(2 * c.steps * sizeof *t.replicated);
+        mpi_exit_if_any(t.replicated == NULL, "train_tp", "out of memory "
+                        "for the replicated parameters' hashes");
+    }
     ledger_watch_start_threads();
     /* From here on your code runs: behind the boundary when graded. */
     train_enter_boundary_or_exit("train_tp", report, c.out, c.rank,
                                  (const char *const[]){ "grads0", "dlogits0",
+                                                        "replicated",
                                                         NULL });
     ledger_watch_start(&t.memory, false);
     bool refused = tp_create(&t.tp, &shape, c.local_batch, group, &adamw,
@@ -517,6 +571,7 @@ int main(int argc, char **argv)
         print_totals(&t);
     free(t.held);
     free(t.padded);
+    free(t.replicated);
     tp_destroy(&t.tp);
     MPI_CHECK(MPI_Comm_free(&group));
     MPI_CHECK(MPI_Comm_free(&replicas));
