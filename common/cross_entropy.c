@@ -37,7 +37,16 @@ double cross_entropy_sum(const float *logits, float *probabilities,
 void cross_entropy_gradient(const float *probabilities, const int *labels,
                             size_t batch, int classes, float *gradient)
 {
-    for (size_t b = 0; b < batch; b++)
+    cross_entropy_gradient_of_rows(probabilities, labels, batch, classes,
+                                   batch, gradient);
+}
+
+void cross_entropy_gradient_of_rows(const float *probabilities,
+                                    const int *labels, size_t rows,
+                                    int classes, size_t batch,
+                                    float *gradient)
+{
+    for (size_t b = 0; b < rows; b++)
         for (int c = 0; c < classes; c++) {
             size_t i = b * (size_t)classes + (size_t)c;
             float onehot = c == labels[b] ? 1.0f : 0.0f;

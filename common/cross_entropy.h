@@ -21,4 +21,12 @@ double cross_entropy_sum(const float *logits, float *probabilities,
 void cross_entropy_gradient(const float *probabilities, const int *labels,
                             size_t batch, int classes, float *gradient);
 
+/* The same for `rows` rows of a batch of `batch` samples (a micro-batch
+ * of it): (p - onehot(label)) / batch, the gradient of the whole batch's
+ * mean at these rows' logits, into gradient (rows, classes). */
+void cross_entropy_gradient_of_rows(const float *probabilities,
+                                    const int *labels, size_t rows,
+                                    int classes, size_t batch,
+                                    float *gradient);
+
 #endif

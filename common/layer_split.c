@@ -19,10 +19,24 @@ void layer_columns_backward(size_t batch, size_t in, size_t n,
                             const float *dpre, float *dw, float *db,
                             float *dinput)
 {
-    /* pre = input · w^T + b: dw = dpre^T · input, db = the column sums of
-     * dpre, dinput = dpre · w. */
-    matmul_atb(n, in, batch, dpre, input, dw, 0);
-    layer_bias_backward(batch, n, dpre, db);
+    memset(dw, 0, n * in * sizeof *dw);
+    memset(db, 0, n * sizeof *db);
+    layer_columns_backward_accumulate(batch, in, n, input, w, dpre, dw, db,
+                                      dinput);
+}
+
+void layer_columns_backward_accumulate(size_t batch, size_t in, size_t n,
+                                       const float *input, const float *w,
+                                       const float *dpre, float *dw,
+                                       float *db, float *dinput)
+{
+    /* pre = input · w^T + b: dw += dpre^T · input, db += the column sums
+     * of dpre, each element's terms added one at a time in increasing
+     * sample order onto what it holds; dinput = dpre · w. */
+    matmul_atb(n, in, batch, dpre, input, dw, 1);
+    for (size_t s = 0; s < batch; s++)
+        for (size_t j = 0; j < n; j++)
+            db[j] += dpre[s * n + j];
     if (dinput != NULL)
         matmul_ab(batch, in, n, dpre, w, dinput, 0);
 }

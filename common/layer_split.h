@@ -40,6 +40,16 @@ void layer_columns_backward(size_t batch, size_t in, size_t n,
                             const float *dpre, float *dw, float *db,
                             float *dinput);
 
+/* The same, adding onto dw and db what they hold: each element's terms
+ * one at a time in increasing sample order, continuing its sum. So the
+ * micro-batches of a batch, in order, leave in dw and db (zero at the
+ * start) bitwise what one call on the whole batch leaves (lesson 09's
+ * gradient accumulation). dinput is overwritten, as above. */
+void layer_columns_backward_accumulate(size_t batch, size_t in, size_t n,
+                                       const float *input, const float *w,
+                                       const float *dpre, float *dw,
+                                       float *db, float *dinput);
+
 /* db (n) = the column sums of dpre (batch, n), each summed in increasing
  * order of the sample: the bias's gradient, for a bias added once after
  * the row split's sum (whole on every rank that holds dpre whole). */
