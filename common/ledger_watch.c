@@ -52,8 +52,19 @@ void ledger_watch_write_peaks(const ledger_watch *w, FILE *report)
                 memory_category_name((memory_category)c), w->peaks[c]);
 }
 
+void ledger_watch_step_done(ledger_watch *w, long step, bool last)
+{
+    const size_t heap = memory_ledger_heap_in_use();
+    if (step == 0)
+        w->heap_after_first_step = heap;
+    if (last)
+        w->heap_after_last_step = heap;
+}
+
 void ledger_watch_write_growth(const ledger_watch *w, FILE *report)
 {
-    fprintf(report, "ledger_growth %zu\nheap_growth %zu\n", w->ledger_growth,
-            w->heap_growth);
+    fprintf(report, "ledger_growth %zu\nheap_growth %zu\n"
+            "heap_after_first_step %zu\nheap_after_last_step %zu\n",
+            w->ledger_growth, w->heap_growth, w->heap_after_first_step,
+            w->heap_after_last_step);
 }

@@ -29,6 +29,10 @@ typedef struct {
     size_t peak_total;           /* memory_ledger_peak_total: the device's
                                     side, all but the host's */
     size_t host_peak_total;      /* memory_ledger_host_peak_total */
+    /* The allocator's bytes in use at the end of the first and of the
+     * last training step (ledger_watch_step_done): a step that keeps
+     * what it allocates makes the second larger, step after step. */
+    size_t heap_after_first_step, heap_after_last_step;
 } ledger_watch;
 
 /* Starts the OpenMP runtime's threads, with a product just large enough
@@ -55,7 +59,13 @@ void ledger_watch_keep_peaks(ledger_watch *w);
  * (memory_category_name), of the kept peaks. */
 void ledger_watch_write_peaks(const ledger_watch *w, FILE *report);
 
-/* The report's lines "ledger_growth BYTES" and "heap_growth BYTES". */
+/* At the end of training step `step` (from 0), after its update: the
+ * allocator's bytes in use, kept for the first step and for the last
+ * (`last`). */
+void ledger_watch_step_done(ledger_watch *w, long step, bool last);
+
+/* The report's lines "ledger_growth BYTES" and "heap_growth BYTES", and
+ * "heap_after_first_step BYTES" and "heap_after_last_step BYTES". */
 void ledger_watch_write_growth(const ledger_watch *w, FILE *report);
 
 #endif

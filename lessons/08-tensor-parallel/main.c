@@ -321,6 +321,8 @@ static void update(void *context, long step)
      * the same. */
     tp_record_stop();
     t->counting = false;
+    ledger_watch_step_done(&t->memory, step,
+                           step + 1 == (long)t->config->steps);
     if (step + 1 == (long)t->config->steps)
         ledger_watch_keep_peaks(&t->memory);
 }
