@@ -176,14 +176,22 @@ static float forward_backward(void *context, long step, const float *inputs,
     const bool sp = t->config->sequence_parallel;
     t->counting = true;
     set_batch(t, batch);
+    /* Each phase named for the harness, so that a rank stopped in one
+     * says which function and TODO it was in. */
+    steps_enter(sp ? "forward (tp_forward_sp: TODO 5)"
+                   : "forward (tp_forward: TODO 1-3)");
     uint64_t before = phase_begin(t, TP_PHASE_FORWARD);
     (sp ? tp_forward_sp : tp_forward)(&t->tp, inputs);
     phase_end(t, TP_PHASE_FORWARD, before);
+    steps_enter(t->tp.parallel_loss ? "the loss (tp_parallel_loss: TODO 6)"
+                                    : "the loss (given)");
     before = phase_begin(t, TP_PHASE_LOSS);
     float loss = loss_of(t, labels, batch, true, NULL, step);
     phase_end(t, TP_PHASE_LOSS, before);
     if (step == 0 && t->config->out != NULL && t->tp.parallel_loss)
         write_first_logit_gradient(t, batch);
+    steps_enter(sp ? "backward (tp_backward_sp: TODO 5)"
+                   : "backward (tp_backward: TODO 1-3)");
     before = phase_begin(t, TP_PHASE_BACKWARD);
     (sp ? tp_backward_sp : tp_backward)(&t->tp, inputs);
     phase_end(t, TP_PHASE_BACKWARD, before);
