@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -941,6 +942,48 @@ START_TEST(matvec_rows_is_split_invariant_and_right)
 }
 END_TEST
 
+/* ledger_free of a block that ledger_alloc did not give (malloc's, or one
+ * freed already) ends the process with status 1 and one line that says
+ * so, not with a signal, nor by corrupting the heap. */
+START_TEST(ledger_free_refuses_foreign_blocks)
+{
+#ifdef HARNESS_SHADOW_MEMORY
+    const int kinds = 1;   /* a block freed already: AddressSanitizer
+                              reports the read of its header first */
+#else
+    const int kinds = 2;
+#endif
+    for (int kind = 0; kind < kinds; kind++) {
+        int pipe_ends[2];
+        ck_assert(pipe(pipe_ends) == 0);
+        pid_t child = fork();
+        ck_assert(child >= 0);
+        if (child == 0) {
+            dup2(pipe_ends[1], STDERR_FILENO);
+            void *block = kind == 0 ? malloc(64)
+                                    : ledger_alloc(MEMORY_OTHER, 64);
+            if (kind == 1)
+                ledger_free(block);
+            ledger_free(block);
+            _exit(0);
+        }
+        close(pipe_ends[1]);
+        char line[512] = "";
+        ssize_t got = read(pipe_ends[0], line, sizeof line - 1);
+        line[got > 0 ? got : 0] = '\0';
+        close(pipe_ends[0]);
+        int status;
+        ck_assert(waitpid(child, &status, 0) == child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+                      "ledger_free of a %s block: status %d, not exit 1",
+                      kind == 0 ? "malloc'd" : "freed", status);
+        ck_assert_msg(strstr(line, "ledger_free: ") != NULL &&
+                      strstr(line, "not a block that ledger_alloc gave") !=
+                          NULL, "ledger_free said: %s", line);
+    }
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     Suite *suite = suite_create("common");
@@ -1002,6 +1045,9 @@ Suite *lesson_suite(void)
     harness_add(suite, "memory ledger: memory held elsewhere, counted and "
                 "capped alike", memory_ledger_counts_memory_held_elsewhere, 0,
                 10);
+    harness_add(suite, "memory ledger: ledger_free of a block it did not "
+                "give ends with one line", ledger_free_refuses_foreign_blocks,
+                0, 10);
     harness_add(suite, "ledger watch: memory behind the ledger's back",
                 ledger_watch_sees_memory_behind_the_ledger, 0, 10);
     harness_add(suite, "kernels: any split of rows gives the same bits",
