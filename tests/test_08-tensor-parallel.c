@@ -707,7 +707,7 @@ static const char *layer_hint(split_kind split, int mode)
         case ROW:
             return "TODO 5: a row layer's backward needs the whole batch's "
                    "gradient: ReLU's backward on this rank's rows (at "
-                   "rows_first x out), then tp_allgather, then as without "
+                   "rows_first * out), then tp_allgather, then as without "
                    "sequence parallelism; the gradient a column layer "
                    "above hands down is reduce-scattered, each rank's rows "
                    "at rows_first";
@@ -750,9 +750,9 @@ static const char *forward_hint(int mode)
     if (mode & SEQUENCE)
         return "TODO 5: the forward with sequence parallelism: each "
                "gathered input from every rank's rows (this rank's at row "
-               "rows_first, rows_first x in floats in), the row layers' "
+               "rows_first, rows_first * in floats in), the row layers' "
                "sums reduce-scattered and read from this rank's place "
-               "(rows_first x out), the last row layer's logits whole "
+               "(rows_first * out), the last row layer's logits whole "
                "(tp_row_forward); or the forward of TODO 1-3";
     if (mode & PARALLEL_LOSS)
         return "TODO 6: the loss on logits split by class: the largest "
@@ -802,29 +802,38 @@ static void expect_held_values(const char *out, const char *name,
                                const char *what_kind, const char *hint,
                                const char *what)
 {
-    const size_t most = 1 << 24;
-    double *got = malloc(most * sizeof *got);
-    ck_assert(got != NULL);
+    /* Every rank's values first, then layer by layer, the last first,
+     * each over every rank: the first difference is in the lowest layer
+     * above which every rank holds the right values. */
+    enum { MOST_RANKS = 2 * MOST_T };
+    ck_assert(ranks <= MOST_RANKS);
+    double *got[MOST_RANKS];
+    size_t at[MOST_RANKS][MOST_LAYERS];
     for (int rank = 0; rank < ranks; rank++) {
         const int r = rank % g->t;
-        size_t total = 0, at[MOST_LAYERS];
+        size_t total = 0;
         for (int l = 0; l < g->layer_count; l++) {
-            at[l] = total;
+            at[rank][l] = total;
             total += g->held[l][r];
         }
-        ck_assert(total <= most);
-        harness_read_doubles(out, name, rank, got, total);
-        for (int l = g->layer_count - 1; l >= 0; l--)
+        got[rank] = malloc((total ? total : 1) * sizeof *got[rank]);
+        ck_assert(got[rank] != NULL);
+        harness_read_doubles(out, name, rank, got[rank], total);
+    }
+    for (int l = g->layer_count - 1; l >= 0; l--)
+        for (int rank = 0; rank < ranks; rank++) {
+            const int r = rank % g->t;
             for (size_t i = 0; i < g->held[l][r]; i++) {
-                const double value = got[at[l] + i], w = want[l][r][i];
+                const double value = got[rank][at[rank][l] + i];
+                const double w = want[l][r][i];
                 if (value == w && signbit(value) == signbit(w))
                     continue;
                 char where[160];
                 const bool bias = describe(g, l, r, i, where, sizeof where);
                 ck_assert_msg(0, "%s: rank %d's layer %d (%s) %s: %s %.9g; "
-                              "the lesson's algorithm gives %.9g%s (the "
-                              "layers above it hold the right values). "
-                              "Hint: %s", what, rank, l,
+                              "the lesson's algorithm gives %.9g%s (every "
+                              "rank's layers above it hold the right "
+                              "values). Hint: %s", what, rank, l,
                               split_names[g->split[l]], where, what_kind,
                               value, w,
                               bias && g->split[l] == ROW
@@ -836,8 +845,9 @@ static void expect_held_values(const char *out, const char *name,
                                            : layer_hint(g->split[l],
                                                         g->mode));
             }
-    }
-    free(got);
+        }
+    for (int rank = 0; rank < ranks; rank++)
+        free(got[rank]);
 }
 
 /* The parallel loss's gradient at each logit of replica 0's ranks after
@@ -1332,9 +1342,14 @@ static void expect_memory(const char *report, int rank, int t, int mode,
                   "%llu bytes; the given buffers hold %llu, and the "
                   "lesson's algorithm needs no more. Hint: %s: no copy of "
                   "a layer's output or gradient beside them%s", what, rank,
-                  activations, want, sp ? "TODO 5" : "TODO 1-3",
+                  activations, want,
+                  sp ? "TODO 5" : mode & PARALLEL_LOSS ? "TODO 1-3 or 6"
+                                                       : "TODO 1-3",
                   sp ? " (a row layer's partial sums fit z->gradient[0], "
-                       "free during forward)" : "");
+                       "free during forward)"
+                  : mode & PARALLEL_LOSS ? " (the loss's three numbers a "
+                                           "sample fit z->gradient[1])"
+                                         : "");
     if (harness_outside_measures())
         return;
     unsigned long long heap = report_value(report, rank, "heap_growth");
