@@ -891,10 +891,11 @@ START_TEST(ledger_watch_sees_memory_behind_the_ledger)
     int lines = 0;
     for (size_t k = 0; k < length; k++)
         lines += text[k] == '\n';
-    char growth[96];
-    snprintf(growth, sizeof growth, "ledger_growth %d\nheap_growth %zu\n",
-             MIB, w.heap_growth);
-    ck_assert_msg(lines == MEMORY_CATEGORIES + 2 &&
+    char growth[160];
+    snprintf(growth, sizeof growth, "ledger_growth %d\nheap_growth %zu\n"
+             "heap_after_first_step 0\nheap_after_last_step 0\n", MIB,
+             w.heap_growth);
+    ck_assert_msg(lines == MEMORY_CATEGORIES + 4 &&
                   strncmp(text, "peak matrix 0\n", 14) == 0 &&
                   strstr(text, "peak gathered 1048576\n") != NULL &&
                   length > strlen(growth) &&
