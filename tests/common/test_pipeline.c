@@ -1,6 +1,7 @@
 /* Unit tests of the pipeline's pieces (common/): stage.h, a run of layers
  * fed micro-batch by micro-batch, against the whole model's step (mlp.h)
- * and the memory ledger. */
+ * and the memory ledger; pipeline_clock.h, the schedules' virtual clock,
+ * against the bubble's formulas and on orders that cannot finish. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include "harness.h"
 #include "memory_ledger.h"
 #include "mlp.h"
+#include "pipeline_clock.h"
 #include "stage.h"
 
 /* The tests' model: 64 features, 10 classes, 3 hidden layers of 37 (four
@@ -204,6 +206,183 @@ START_TEST(stage_refuses_mistakes)
 }
 END_TEST
 
+/* ---- pipeline_clock.h ---- */
+
+enum { MOST_RANKS = 4, MOST_OPS = 2 * 3 * 8 };
+typedef enum { GPIPE, ONE_F_ONE_B, INTERLEAVED } schedule_kind;
+
+/* The three schedules' orders on rank r of p, m micro-batches, v chunks,
+ * written here from their definitions:
+ *   GPipe: every forward, then every backward, in micro-batch order;
+ *   1F1B: min(p - r - 1, m) forwards, then a forward and a backward in
+ *     turn, then the backwards left;
+ *   interleaved (Narayanan et al., 2021; m a multiple of p): the v m
+ *     forwards in groups of p micro-batches on one chunk, the chunks in
+ *     turn, the backwards the same with the chunks from the last; a
+ *     warm-up of 2 (p - r - 1) + (v - 1) p forwards (all of them when m
+ *     = p), then one of each in turn. */
+static size_t schedule_of(schedule_kind kind, int p, int m, int v, int r,
+                          pipeline_op *ops)
+{
+    size_t n = 0;
+    if (kind == GPIPE) {
+        for (int i = 0; i < m; i++)
+            ops[n++] = (pipeline_op){ PIPELINE_FORWARD, i, 0 };
+        for (int i = 0; i < m; i++)
+            ops[n++] = (pipeline_op){ PIPELINE_BACKWARD, i, 0 };
+        return n;
+    }
+    if (kind == ONE_F_ONE_B) {
+        const int warm = p - r - 1 < m ? p - r - 1 : m;
+        for (int i = 0; i < warm; i++)
+            ops[n++] = (pipeline_op){ PIPELINE_FORWARD, i, 0 };
+        for (int i = 0; i < m - warm; i++) {
+            ops[n++] = (pipeline_op){ PIPELINE_FORWARD, warm + i, 0 };
+            ops[n++] = (pipeline_op){ PIPELINE_BACKWARD, i, 0 };
+        }
+        for (int i = m - warm; i < m; i++)
+            ops[n++] = (pipeline_op){ PIPELINE_BACKWARD, i, 0 };
+        return n;
+    }
+    const int total = v * m;
+    int warm = m == p ? total : 2 * (p - r - 1) + (v - 1) * p;
+    if (warm > total)
+        warm = total;
+    pipeline_op forward[MOST_OPS], backward[MOST_OPS];
+    for (int k = 0; k < total; k++) {
+        const int micro = k / (p * v) * p + k % p, group = k / p % v;
+        forward[k] = (pipeline_op){ PIPELINE_FORWARD, micro, group };
+        backward[k] = (pipeline_op){ PIPELINE_BACKWARD, micro, v - 1 - group };
+    }
+    for (int k = 0; k < warm; k++)
+        ops[n++] = forward[k];
+    for (int k = 0; k < total - warm; k++) {
+        ops[n++] = forward[warm + k];
+        ops[n++] = backward[k];
+    }
+    for (int k = total - warm; k < total; k++)
+        ops[n++] = backward[k];
+    return n;
+}
+
+typedef struct {
+    pipeline_op ops[MOST_RANKS][MOST_OPS];
+    const pipeline_op *rows[MOST_RANKS];
+    size_t counts[MOST_RANKS];
+    long start_times[MOST_RANKS][MOST_OPS];
+    long *starts[MOST_RANKS];
+    pipeline_schedule schedule;
+} schedule_case;
+
+static void make_case(schedule_case *c, schedule_kind kind, int p, int m,
+                      int v)
+{
+    for (int r = 0; r < p; r++) {
+        c->counts[r] = schedule_of(kind, p, m, v, r, c->ops[r]);
+        c->rows[r] = c->ops[r];
+        c->starts[r] = c->start_times[r];
+    }
+    c->schedule = (pipeline_schedule){ p, v, m, c->rows, c->counts };
+}
+
+/* GPipe and 1F1B on p = 1-4 ranks, m = 1-8 micro-batches (m < p, m = p
+ * and m > p): the makespan 3 (m + p - 1) units, every rank busy 3m of
+ * them, so the bubble (p - 1) / (m + p - 1); interleaved with v = 2 and
+ * 3 chunks, m a multiple of p: v m chunk-forwards and backwards a rank,
+ * the makespan 3 (v m + p - 1), the bubble (p - 1) / (v m + p - 1). */
+START_TEST(clock_gives_the_bubble_formulas)
+{
+    static schedule_case c;
+    const schedule_kind kind = (schedule_kind)_i;
+    for (int p = 1; p <= MOST_RANKS; p++)
+        for (int m = 1; m <= 8; m++)
+            for (int v = kind == INTERLEAVED ? 2 : 1;
+                 v <= (kind == INTERLEAVED ? 3 : 1); v++) {
+                if (kind == INTERLEAVED && m % p != 0)
+                    continue;
+                make_case(&c, kind, p, m, v);
+                long makespan = 0;
+                char error[256];
+                ck_assert_msg(pipeline_replay(&c.schedule, c.starts,
+                                              &makespan, error,
+                                              sizeof error) == 0,
+                              "p %d, m %d, v %d: %s", p, m, v, error);
+                ck_assert_msg(makespan == 3L * (v * m + p - 1),
+                              "p %d, m %d, v %d: makespan %ld, not %d", p, m,
+                              v, makespan, 3 * (v * m + p - 1));
+                const double want = (double)(p - 1) / (v * m + p - 1);
+                const double bubble = pipeline_bubble(&c.schedule, makespan);
+                /* busy / (p T) of small integers: exact to a rounding. */
+                ck_assert_msg(fabs(bubble - want) <= 1e-15,
+                              "p %d, m %d, v %d: bubble %.17g, not %.17g", p,
+                              m, v, bubble, want);
+            }
+}
+END_TEST
+
+/* Orders that cannot be replayed are named, not hung on. */
+START_TEST(clock_refuses_what_cannot_run)
+{
+    static schedule_case c;
+    long makespan;
+    char error[256];
+    /* Stage 1 runs its backward of micro-batch 0 before its forward. */
+    make_case(&c, GPIPE, 2, 2, 1);
+    c.ops[1][0] = (pipeline_op){ PIPELINE_BACKWARD, 0, 0 };
+    c.ops[1][2] = (pipeline_op){ PIPELINE_FORWARD, 0, 0 };
+    ck_assert_int_eq(pipeline_replay(&c.schedule, c.starts, &makespan, error,
+                                     sizeof error), -1);
+    ck_assert_msg(strstr(error, "cannot finish: rank 0 at its operation 2, "
+                         "the backward of micro-batch 0; rank 1 at its "
+                         "operation 0, the backward of micro-batch 0: each "
+                         "waits") != NULL, "%s", error);
+    /* A backward missing. */
+    make_case(&c, ONE_F_ONE_B, 3, 4, 1);
+    c.counts[2]--;
+    ck_assert_int_eq(pipeline_replay(&c.schedule, c.starts, &makespan, error,
+                                     sizeof error), -1);
+    ck_assert_msg(strstr(error, "cannot finish") != NULL, "%s", error);
+    /* A forward twice. */
+    make_case(&c, GPIPE, 2, 3, 1);
+    c.ops[0][1] = c.ops[0][0];
+    ck_assert_int_eq(pipeline_replay(&c.schedule, c.starts, &makespan, error,
+                                     sizeof error), -1);
+    ck_assert_msg(strstr(error, "rank 0 runs the forward of micro-batch 0 "
+                         "twice") != NULL, "%s", error);
+    /* A micro-batch out of range. */
+    make_case(&c, GPIPE, 2, 3, 1);
+    c.ops[1][4].micro = 3;
+    ck_assert_int_eq(pipeline_replay(&c.schedule, c.starts, &makespan, error,
+                                     sizeof error), -1);
+    ck_assert_msg(strstr(error, "out of range") != NULL, "%s", error);
+}
+END_TEST
+
+/* GPipe on 2 ranks, 2 micro-batches, worked by hand: rank 0's forwards
+ * at 0 and 1, rank 1's at 1 and 2; rank 1's backwards from 3 (after its
+ * forward of micro-batch 1, its rank busy until 3) to 7; rank 0's from
+ * 5 to 9. */
+START_TEST(clock_prints_the_timeline)
+{
+    static schedule_case c;
+    make_case(&c, GPIPE, 2, 2, 1);
+    long makespan;
+    char error[256];
+    ck_assert_int_eq(pipeline_replay(&c.schedule, c.starts, &makespan, error,
+                                     sizeof error), 0);
+    ck_assert_int_eq(makespan, 9);
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    ck_assert(out != NULL);
+    pipeline_print_timeline(out, &c.schedule, c.starts, makespan);
+    ck_assert(fclose(out) == 0);
+    ck_assert_str_eq(text, "rank 0 | F0 F1 .  .  .  B0 B0 B1 B1\n"
+                           "rank 1 | .  F0 F1 B0 B0 B1 B1 .  . \n");
+    free(text);
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     Suite *suite = suite_create("pipeline");
@@ -220,5 +399,18 @@ Suite *lesson_suite(void)
                 0, 10);
     harness_add(suite, "stage: a caller's mistakes refused",
                 stage_refuses_mistakes, 0, 10);
+    harness_add(suite, "clock: GPipe on 1-4 ranks, 1-8 micro-batches: the "
+                "bubble (p - 1) / (m + p - 1)", clock_gives_the_bubble_formulas,
+                GPIPE, 10);
+    harness_add(suite, "clock: 1F1B on 1-4 ranks, 1-8 micro-batches: the "
+                "same bubble", clock_gives_the_bubble_formulas, ONE_F_ONE_B,
+                10);
+    harness_add(suite, "clock: interleaved, 2 and 3 chunks: the bubble "
+                "(p - 1) / (v m + p - 1)", clock_gives_the_bubble_formulas,
+                INTERLEAVED, 10);
+    harness_add(suite, "clock: orders that cannot run are named",
+                clock_refuses_what_cannot_run, 0, 10);
+    harness_add(suite, "clock: the timeline as text, worked by hand",
+                clock_prints_the_timeline, 0, 10);
     return suite;
 }
