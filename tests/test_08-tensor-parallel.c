@@ -968,14 +968,16 @@ static void expect_weights(const char *out, int ranks, int t, int mode,
               "show: a bias, 0 at the start (TODO 1: a column layer's b, "
               "its count floats after its count x in weights; TODO 2: the "
               "row layer's, added once, after the sum); or TODO 4: AdamW on "
-              "every parameter each rank holds, with step + 1; or TODO 6: "
+              "every parameter each rank holds, with step + 1, and nothing "
+              "sent (its gradients are whole already); or TODO 6: "
               "a buffer read before this step writes it (a rank without "
               "the label adds 0 for its logit)"
             : "the first step's gradients are right, so what it could not "
               "show: a bias, 0 at the start (TODO 1: a column layer's b, "
               "its count floats after its count x in weights; TODO 2: the "
               "row layer's, added once, after the sum); or TODO 4: AdamW on "
-              "every parameter each rank holds, with step + 1";
+              "every parameter each rank holds, with step + 1, and nothing "
+              "sent (its gradients are whole already)";
     expect_replicated(out, ranks, g, &ref, shape->steps, later, what);
     for (int step = 1; step < shape->steps; step++) {
         const double want = ref.losses[step];
