@@ -12,7 +12,7 @@
 #include "layer_split.h"
 #include "memory_ledger.h"
 
-static int refuse(stage *s, const char *format, ...)
+static int refuse(pipeline_stage *s, const char *format, ...)
 {
     va_list args;
     va_start(args, format);
@@ -21,7 +21,7 @@ static int refuse(stage *s, const char *format, ...)
     return -1;
 }
 
-static size_t layer_parameters(const stage *s, int k)
+static size_t layer_parameters(const pipeline_stage *s, int k)
 {
     return (size_t)s->layer_out[k] * ((size_t)s->layer_in[k] + 1);
 }
@@ -38,7 +38,7 @@ size_t stage_saved_floats(const mlp_config *shape, int first, int end,
     return floats;
 }
 
-static float *take(stage *s, memory_category category, size_t floats)
+static float *take(pipeline_stage *s, memory_category category, size_t floats)
 {
     float *block = ledger_alloc(category, floats * sizeof *block);
     if (block == NULL)
@@ -48,7 +48,7 @@ static float *take(stage *s, memory_category category, size_t floats)
     return block;
 }
 
-int stage_create(stage *s, const mlp_config *shape, int first, int end,
+int stage_create(pipeline_stage *s, const mlp_config *shape, int first, int end,
                  size_t micro_batch, int micro_batches)
 {
     memset(s, 0, sizeof *s);
@@ -106,7 +106,7 @@ int stage_create(stage *s, const mlp_config *shape, int first, int end,
     return 0;
 }
 
-void stage_free(stage *s)
+void stage_free(pipeline_stage *s)
 {
     for (int i = 0; s->saved != NULL && i < s->micro_batches; i++)
         ledger_free(s->saved[i]);
@@ -121,7 +121,7 @@ void stage_free(stage *s)
     memset(s, 0, sizeof *s);
 }
 
-void stage_init(stage *s, const mlp_config *shape, uint64_t seed)
+void stage_init(pipeline_stage *s, const mlp_config *shape, uint64_t seed)
 {
     /* The whole model's layout, without storage, for mlp_init_range. */
     mlp_layer layers[MLP_MAX_LAYERS];
@@ -140,12 +140,12 @@ void stage_init(stage *s, const mlp_config *shape, uint64_t seed)
 }
 
 /* Micro-batch `micro`'s saved input, and local layer k's pre and post. */
-static float *saved_input(const stage *s, int micro)
+static float *saved_input(const pipeline_stage *s, int micro)
 {
     return s->saved[micro];
 }
 
-static void saved_outputs(const stage *s, int micro, int k, float **pre,
+static void saved_outputs(const pipeline_stage *s, int micro, int k, float **pre,
                           float **post)
 {
     const size_t rows = s->saved_rows[micro];
@@ -156,7 +156,7 @@ static void saved_outputs(const stage *s, int micro, int k, float **pre,
     *post = at + rows * (size_t)s->layer_out[k];
 }
 
-static bool is_micro(stage *s, int micro, const char *function)
+static bool is_micro(pipeline_stage *s, int micro, const char *function)
 {
     if (micro >= 0 && micro < s->micro_batches)
         return true;
@@ -165,7 +165,7 @@ static bool is_micro(stage *s, int micro, const char *function)
     return false;
 }
 
-const float *stage_forward(stage *s, int micro, const float *input,
+const float *stage_forward(pipeline_stage *s, int micro, const float *input,
                            size_t rows)
 {
     if (!is_micro(s, micro, "stage_forward"))
@@ -209,7 +209,7 @@ const float *stage_forward(stage *s, int micro, const float *input,
     return s->last ? pre : post;
 }
 
-double stage_loss(stage *s, int micro, const int *labels, size_t batch,
+double stage_loss(pipeline_stage *s, int micro, const int *labels, size_t batch,
                   int *correct)
 {
     if (!s->last) {
@@ -239,7 +239,7 @@ double stage_loss(stage *s, int micro, const int *labels, size_t batch,
     return sum;
 }
 
-int stage_backward(stage *s, int micro, const float *doutput, float *dinput)
+int stage_backward(pipeline_stage *s, int micro, const float *doutput, float *dinput)
 {
     if (!is_micro(s, micro, "stage_backward"))
         return -1;
@@ -280,12 +280,21 @@ int stage_backward(stage *s, int micro, const float *doutput, float *dinput)
     return 0;
 }
 
-void stage_zero_gradients(stage *s)
+void stage_forget(pipeline_stage *s, int micro)
+{
+    if (micro < 0 || micro >= s->micro_batches || s->saved[micro] == NULL)
+        return;
+    ledger_free(s->saved[micro]);
+    s->saved[micro] = NULL;
+    s->in_flight--;
+}
+
+void stage_zero_gradients(pipeline_stage *s)
 {
     memset(s->grads, 0, s->parameter_count * sizeof *s->grads);
 }
 
-void stage_update(stage *s, const adamw_config *adamw, long step)
+void stage_update(pipeline_stage *s, const adamw_config *adamw, long step)
 {
     adamw_step(adamw, step + 1, s->params, s->grads, s->m, s->v,
                s->parameter_count);

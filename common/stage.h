@@ -59,7 +59,7 @@ typedef struct {
                                 widest layer, as activations; the loss's
                                 gradient at the logits is gradient[0] */
     char error[256];         /* why the last call was refused */
-} stage;
+} pipeline_stage;
 
 /* A stage of layers [first, end) of a model of this shape, for
  * micro-batches of up to micro_batch samples, micro_batches of them a
@@ -67,12 +67,12 @@ typedef struct {
  * backward's buffers. 0, or -1 with the reason in s->error (a range that
  * is empty or outside the model, no micro-batch, the ledger's refusal).
  * After a failure stage_free is harmless. */
-int stage_create(stage *s, const mlp_config *shape, int first, int end,
+int stage_create(pipeline_stage *s, const mlp_config *shape, int first, int end,
                  size_t micro_batch, int micro_batches);
-void stage_free(stage *s);
+void stage_free(pipeline_stage *s);
 
 /* mlp_init(seed)'s values of the stage's layers (mlp_init_range). */
-void stage_init(stage *s, const mlp_config *shape, uint64_t seed);
+void stage_init(pipeline_stage *s, const mlp_config *shape, uint64_t seed);
 
 /* Forward of micro-batch `micro` on `rows` samples of `input` (rows x
  * in): its activations saved, until its backward. Returns its output
@@ -80,7 +80,7 @@ void stage_init(stage *s, const mlp_config *shape, uint64_t seed);
  * stage), which stays valid until its backward; NULL with the reason in
  * s->error when refused (a micro-batch already in flight, too many rows,
  * the ledger's refusal). */
-const float *stage_forward(stage *s, int micro, const float *input,
+const float *stage_forward(pipeline_stage *s, int micro, const float *input,
                            size_t rows);
 
 /* On the last stage, after micro-batch `micro`'s forward: the cross-
@@ -88,7 +88,7 @@ const float *stage_forward(stage *s, int micro, const float *input,
  * gradient of a batch's mean at its logits, divided by `batch` (the whole
  * batch's samples), into gradient[0]. *correct, when not NULL, receives
  * the rows classified right. NAN with s->error when refused. */
-double stage_loss(stage *s, int micro, const int *labels, size_t batch,
+double stage_loss(pipeline_stage *s, int micro, const int *labels, size_t batch,
                   int *correct);
 
 /* Backward of micro-batch `micro` from `doutput` (rows x out, the
@@ -97,13 +97,17 @@ double stage_loss(stage *s, int micro, const int *labels, size_t batch,
  * into dinput (rows x in) when dinput is not NULL, and its saved
  * activations given back. 0, or -1 with s->error (no such micro-batch in
  * flight). */
-int stage_backward(stage *s, int micro, const float *doutput, float *dinput);
+int stage_backward(pipeline_stage *s, int micro, const float *doutput, float *dinput);
+
+/* Micro-batch `micro`'s saved activations given back without a backward
+ * (a forward only, as for an accuracy); nothing when none are saved. */
+void stage_forget(pipeline_stage *s, int micro);
 
 /* grads = 0: at the start of a step, before its micro-batches. */
-void stage_zero_gradients(stage *s);
+void stage_zero_gradients(pipeline_stage *s);
 
 /* AdamW (optimizer.h) on every parameter of the stage, step + 1. */
-void stage_update(stage *s, const adamw_config *adamw, long step);
+void stage_update(pipeline_stage *s, const adamw_config *adamw, long step);
 
 /* The floats of activations one micro-batch of `rows` samples keeps in
  * flight on layers [first, end) of a model of this shape: its input and

@@ -2406,6 +2406,17 @@ void harness_expect_memory(const watch_report *w, int rank,
                   what, rank, growth, allowed, HARNESS_MEMORY_SLACK, hint);
 }
 
+unsigned long long harness_watch_anon_at_done(const watch_report *w,
+                                              int rank, const char *what)
+{
+    for (int k = 0; k < w->event_count && k < WATCH_MOST_EVENTS; k++)
+        if (strcmp(w->events[k].name, "done") == 0)
+            return w->events[k].anon;
+    ck_assert_msg(0, "%s: the watch saw no \"done\" mark on rank %d", what,
+                  rank);
+    return 0;
+}
+
 void harness_watch_peer_bytes(const run_result *result, int ranks,
                               unsigned long long *bytes)
 {

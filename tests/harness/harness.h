@@ -290,6 +290,14 @@ void harness_expect_memory(const watch_report *w, int rank,
                            unsigned long long allowed, const char *what,
                            const char *hint);
 
+/* The rank's anonymous memory in KiB at its "done" mark, the kernel's
+ * count; fails the test, naming `what` and the rank, when the watch saw
+ * no such mark. Two runs that differ only in their steps compare it: a
+ * step that keeps what it allocates holds more at the end of the longer
+ * one. */
+unsigned long long harness_watch_anon_at_done(const watch_report *w,
+                                              int rank, const char *what);
+
 /* Bytes each rank's sockets sent to each other rank over the whole run,
  * as the watch read them at the ranks' last marks: bytes[from * ranks +
  * to] (`bytes` holds ranks * ranks). A rank's socket is matched to the

@@ -151,6 +151,91 @@ run_result training_run(const char *lesson, const char *program, int ranks,
     return harness_run_mpi(lesson, program, ranks, args, NULL, timeout_s);
 }
 
+void training_expect_nothing_kept(const char *lesson, const char *program,
+                                  int ranks, const run_shape *shape,
+                                  const char *const *extra, const char *what,
+                                  const char *hint)
+{
+#ifndef HARNESS_SHADOW_MEMORY
+    enum { SLACK_KIB = 64, MOST_RANKS = 64 };
+    if (!harness_outside_measures())
+        return;
+    ck_assert(ranks <= MOST_RANKS);
+    unsigned long long anon[2][MOST_RANKS];
+    static const int steps[2] = { 20, 300 };
+    for (int k = 0; k < 2; k++) {
+        run_shape longer = *shape;
+        longer.steps = steps[k];
+        run_result r = training_run(lesson, program, ranks, &longer, extra,
+                                    NULL, 20);
+        harness_expect_success(&r, what);
+        for (int rank = 0; rank < ranks; rank++) {
+            watch_report w = harness_read_watch(&r, rank);
+            anon[k][rank] = harness_watch_anon_at_done(&w, rank, what);
+        }
+        run_result_free(&r);
+    }
+    for (int rank = 0; rank < ranks; rank++)
+        ck_assert_msg(anon[1][rank] <= anon[0][rank] + SLACK_KIB,
+                      "%s, 20 and 300 steps: rank %d held %llu KiB at the "
+                      "end of 300 steps, %llu KiB at the end of 20: %llu KiB "
+                      "kept from step to step (something allocated in a "
+                      "step and never freed: a malloc without its free?). "
+                      "Hint: %s", what, rank, anon[1][rank], anon[0][rank],
+                      anon[1][rank] - anon[0][rank], hint);
+#else
+    (void)lesson, (void)program, (void)ranks, (void)shape, (void)extra;
+    (void)what, (void)hint;
+#endif
+}
+
+size_t training_pipeline_order(training_schedule kind, int p, int m, int v,
+                               int r, pipeline_op *ops)
+{
+    size_t n = 0;
+    if (kind == TRAINING_GPIPE) {
+        for (int i = 0; i < m; i++)
+            ops[n++] = (pipeline_op){ PIPELINE_FORWARD, i, 0 };
+        for (int i = 0; i < m; i++)
+            ops[n++] = (pipeline_op){ PIPELINE_BACKWARD, i, 0 };
+        return n;
+    }
+    if (kind == TRAINING_1F1B) {
+        const int warm = p - r - 1 < m ? p - r - 1 : m;
+        for (int i = 0; i < warm; i++)
+            ops[n++] = (pipeline_op){ PIPELINE_FORWARD, i, 0 };
+        for (int i = 0; i < m - warm; i++) {
+            ops[n++] = (pipeline_op){ PIPELINE_FORWARD, warm + i, 0 };
+            ops[n++] = (pipeline_op){ PIPELINE_BACKWARD, i, 0 };
+        }
+        for (int i = m - warm; i < m; i++)
+            ops[n++] = (pipeline_op){ PIPELINE_BACKWARD, i, 0 };
+        return n;
+    }
+    const int total = v * m;
+    int warm = m == p ? total : 2 * (p - r - 1) + (v - 1) * p;
+    if (warm > total)
+        warm = total;
+    /* The k-th forward or backward of the rank. */
+#define FORWARD_AT(k) ((pipeline_op){ PIPELINE_FORWARD,                      \
+                                      (k) / (p * v) * p + (k) % p,          \
+                                      (k) / p % v })
+#define BACKWARD_AT(k) ((pipeline_op){ PIPELINE_BACKWARD,                    \
+                                       (k) / (p * v) * p + (k) % p,         \
+                                       v - 1 - (k) / p % v })
+    for (int k = 0; k < warm; k++)
+        ops[n++] = FORWARD_AT(k);
+    for (int k = 0; k < total - warm; k++) {
+        ops[n++] = FORWARD_AT(warm + k);
+        ops[n++] = BACKWARD_AT(k);
+    }
+    for (int k = total - warm; k < total; k++)
+        ops[n++] = BACKWARD_AT(k);
+#undef FORWARD_AT
+#undef BACKWARD_AT
+    return n;
+}
+
 void training_block_of(size_t total, int ranks, int r, size_t *begin,
                        size_t *end)
 {

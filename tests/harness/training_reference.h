@@ -11,6 +11,7 @@
 #include "bf16.h"
 #include "harness.h"
 #include "mlp.h"
+#include "pipeline_clock.h"
 
 /* A run of the drivers: hidden layers of `width` units on the generated
  * task of 64 features and 10 classes (seed 1), `steps` steps of `batch`
@@ -63,6 +64,36 @@ void training_reference_free(training_reference *ref);
 run_result training_run(const char *lesson, const char *program, int ranks,
                         const run_shape *shape, const char *const *extra,
                         const char *out, double timeout_s);
+
+/* Nothing kept from one step to the next, measured outside the ranks:
+ * runs PROGRAM on `ranks` ranks with the shape's flags and `extra` for 20
+ * steps and for 300, and fails the test, naming `what`, the rank and
+ * `hint`, when a rank's anonymous memory at the "done" mark (the kernel's
+ * count, harness_watch_anon_at_done) is more than 64 KiB larger after the
+ * longer run. A step that keeps something it allocates holds 280 times
+ * that much more; correct programs of lessons 08 and 09 differed by at
+ * most 12 KiB, either way (Open MPI's own lists and the allocator's
+ * pages), so a leak of 240 bytes a step (65 KiB) is caught. Does nothing
+ * where runs are not measured outside, or under the sanitizers, which
+ * hold freed memory back. */
+void training_expect_nothing_kept(const char *lesson, const char *program,
+                                  int ranks, const run_shape *shape,
+                                  const char *const *extra, const char *what,
+                                  const char *hint);
+
+/* Lesson 09's schedules, from their definitions: rank r's forwards and
+ * backwards of one step on p ranks, m micro-batches, v chunks, into ops
+ * (2 v m of them), returned. GPipe: every forward, then every backward,
+ * in micro-batch order. 1F1B: min(p - r - 1, m) forwards, then a forward
+ * and a backward in turn, then the backwards left. Interleaved
+ * (Narayanan et al., 2021; m a multiple of p): the v m forwards in groups
+ * of p micro-batches on one chunk, the chunks in turn, the backwards the
+ * same with the chunks from the last; a warm-up of 2 (p - r - 1) + (v -
+ * 1) p forwards (all of them when m = p), then one of each in turn. */
+typedef enum { TRAINING_GPIPE, TRAINING_1F1B, TRAINING_INTERLEAVED }
+    training_schedule;
+size_t training_pipeline_order(training_schedule kind, int p, int m, int v,
+                               int r, pipeline_op *ops);
 
 /* Rank r's block of the balanced partition of `total` over `ranks`, from
  * its definition (the first total % P blocks one longer), not from
