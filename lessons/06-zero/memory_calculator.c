@@ -20,7 +20,14 @@
  *     memory_calculator --offload --ranks 1          7.5B on one device
  *     memory_calculator --talk                       the opening arithmetic
  *     memory_calculator --mlp 2,128,32 --tp 1,2,4    lesson 08's model
- *     memory_calculator --transformer 2048,1,12288,96 --tp 8 */
+ *     memory_calculator --transformer 2048,1,12288,96 --tp 8
+ *
+ * Lesson 09 adds pipeline parallelism: --mlp with --pipeline P gives each
+ * stage's layers (the rule of lesson 09's TODO 1), its model state and
+ * the activations it holds at its peak, by the micro-batches in flight
+ * that the schedule keeps there (--micro-batches, --schedule, --chunks).
+ *
+ *     memory_calculator --mlp 3,128,32 --pipeline 4 --micro-batches 8 */
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -395,6 +402,97 @@ static void print_mlp_table(const uint64_t shape_values[3],
     }
 }
 
+/* Lesson 09's pipeline of P stages (v chunks a rank) over lesson 08's
+ * model: the stages' boundaries by the rule of TODO 1 (boundary s is the
+ * layer whose parameters before it are nearest s / S of all, after
+ * boundary s - 1 and leaving a layer to each stage after it). */
+static void pipeline_bounds(const uint64_t shape[3], int stages, int *bounds)
+{
+    const int layers = (int)shape[0] + 1;
+    uint64_t before[66] = { 0 };
+    for (int l = 0; l < layers; l++)
+        before[l + 1] = before[l] +
+                        (l == layers - 1 ? 10 : shape[1]) *
+                            ((l == 0 ? 64 : shape[1]) + 1);
+    bounds[0] = 0;
+    bounds[stages] = layers;
+    for (int s = 1; s < stages; s++) {
+        const uint64_t target = before[layers] * (uint64_t)s;
+        int best = bounds[s - 1] + 1;
+        for (int l = best; l <= layers - (stages - s); l++) {
+            const uint64_t a = before[l] * (uint64_t)stages;
+            const uint64_t b = before[best] * (uint64_t)stages;
+            const uint64_t d = a > target ? a - target : target - a;
+            const uint64_t db = b > target ? b - target : target - b;
+            if (d < db)
+                best = l;
+        }
+        bounds[s] = best;
+    }
+}
+
+/* Each stage's bytes: its layers' fp32 parameters, gradients and AdamW's
+ * m and v (16 bytes a parameter), and its activations at their peak, as
+ * train_pp's ledger counts them: the step's batch of inputs, each chunk's
+ * two backward buffers, and the micro-batches in flight at once (GPipe:
+ * m; 1F1B: min(m, p - r); interleaved: 2 (p - r - 1) + (v - 1) p + 1, or
+ * all v m when m = p, each of them counted as the chunk that keeps the
+ * most: a bound), each its input and every layer's two outputs. */
+static void print_pipeline_table(const uint64_t shape[3], int ranks,
+                                 int micro_batches, const char *schedule,
+                                 int chunks)
+{
+    const int stages = ranks * chunks, m = micro_batches;
+    const uint64_t rows = shape[2] / (uint64_t)m, width = shape[1];
+    const int layers = (int)shape[0] + 1;
+    const bool interleaved = strcmp(schedule, "interleaved") == 0;
+    int bounds[66];
+    pipeline_bounds(shape, stages, bounds);
+    printf("Lesson 09's pipeline: %" PRIu64 " hidden layer%s of %" PRIu64
+           ", 64 features, 10 classes, on %d stage%s%s,\n%s, %d micro-"
+           "batches of %" PRIu64 " samples. The bytes each rank holds, as "
+           "train_pp's\nmemory ledger counts them%s.\n\n", shape[0],
+           shape[0] == 1 ? "" : "s", width, ranks, ranks == 1 ? "" : "s",
+           chunks > 1 ? " of several chunks" : "", schedule, m, rows,
+           interleaved ? " (the activations: a bound)" : "");
+    printf("     rank | layers      | model state | in flight | "
+           "activations\n");
+    for (int r = 0; r < ranks; r++) {
+        uint64_t parameters = 0, fixed = shape[2] * 64, most_saved = 0;
+        char held[64] = "";
+        size_t used = 0;
+        for (int c = 0; c < chunks; c++) {
+            const int s = c * ranks + r;
+            uint64_t widest = 0, saved = rows * (bounds[s] == 0 ? 64 : width);
+            for (int l = bounds[s]; l < bounds[s + 1]; l++) {
+                const uint64_t in = l == 0 ? 64 : width;
+                const uint64_t out = l == layers - 1 ? 10 : width;
+                parameters += out * (in + 1);
+                saved += 2 * rows * out;
+                widest = in > widest ? in : widest;
+                widest = out > widest ? out : widest;
+            }
+            fixed += 2 * rows * widest;
+            most_saved = saved > most_saved ? saved : most_saved;
+            int n = snprintf(held + used, sizeof held - used, "%s%d-%d",
+                             c > 0 ? "," : "", bounds[s], bounds[s + 1] - 1);
+            if (n > 0 && (size_t)n < sizeof held - used)
+                used += (size_t)n;
+        }
+        int in_flight = m;
+        if (strcmp(schedule, "1f1b") == 0)
+            in_flight = ranks - r < m ? ranks - r : m;
+        else if (interleaved) {
+            const int total = chunks * m;
+            const int warm = 2 * (ranks - r - 1) + (chunks - 1) * ranks;
+            in_flight = m == ranks || warm >= total ? total : warm + 1;
+        }
+        printf(" %8d | %-11s | %11" PRIu64 " | %9d | %" PRIu64 "\n", r, held,
+               16 * parameters, in_flight,
+               4 * (fixed + (uint64_t)in_flight * most_saved));
+    }
+}
+
 /* One transformer layer's activations per rank, by Korthikanti et al.'s
  * formula, without parallelism, with tensor parallelism and with sequence
  * parallelism too. */
@@ -433,6 +531,8 @@ int main(int argc, char **argv)
     double device_gb = 141.0;
     bool talk = false, offload = false, parallel_loss = false;
     const char *tp_text = NULL, *mlp_text = NULL, *transformer_text = NULL;
+    int pipeline = 0, micro_batches = 4, chunks = 1;
+    const char *schedule = "1f1b";
     const cli_option options[] = {
         { "params", CLI_STRING, &params_text,
           "parameters: a count, or with k, M, B or T (7.5B, 1T)", 0, 0 },
@@ -461,6 +561,15 @@ int main(int argc, char **argv)
           "rank for each t of --tp", 0, 0 },
         { "parallel-loss", CLI_FLAG, &parallel_loss,
           "with --mlp: the output layer split by class", 0, 0 },
+        { "pipeline", CLI_INT, &pipeline,
+          "P stages (lesson 09): with --mlp, each stage's layers, model "
+          "state and peak activations", 0, 64 },
+        { "micro-batches", CLI_INT, &micro_batches,
+          "with --pipeline: micro-batches a step", 1, 1 << 16 },
+        { "schedule", CLI_STRING, &schedule,
+          "with --pipeline: gpipe, 1f1b or interleaved", 0, 0 },
+        { "chunks", CLI_INT, &chunks,
+          "with --pipeline --schedule interleaved: chunks a rank", 1, 64 },
         { "transformer", CLI_STRING, &transformer_text,
           "S,B,H,A: one transformer layer's activations instead, for each "
           "t of --tp", 0, 0 },
@@ -520,6 +629,20 @@ int main(int argc, char **argv)
                      "one t, got '%s' (a list is for --mlp or "
                      "--transformer)", tp_text);
             result = CLI_ERROR;
+        } else if (pipeline > 0 &&
+                   (mlp_text == NULL ||
+                    (strcmp(schedule, "gpipe") != 0 &&
+                     strcmp(schedule, "1f1b") != 0 &&
+                     strcmp(schedule, "interleaved") != 0) ||
+                    (chunks > 1 && strcmp(schedule, "interleaved") != 0) ||
+                    (uint64_t)(pipeline * chunks) > mlp[0] + 1 ||
+                    mlp[2] % (uint64_t)micro_batches != 0)) {
+            snprintf(error, sizeof error, "--pipeline needs --mlp, a "
+                     "--schedule of gpipe, 1f1b or interleaved (--chunks "
+                     "only with interleaved), no more stages times chunks "
+                     "than layers, and a batch that --micro-batches "
+                     "divides");
+            result = CLI_ERROR;
         } else if (parallel_loss && (mlp_text == NULL || mlp[0] % 2 != 0)) {
             snprintf(error, sizeof error, "--parallel-loss is for --mlp with "
                      "an even number of hidden layers (the output layer "
@@ -533,6 +656,10 @@ int main(int argc, char **argv)
 
     if (talk) {
         print_talk();
+        return 0;
+    }
+    if (mlp_text != NULL && pipeline > 0) {
+        print_pipeline_table(mlp, pipeline, micro_batches, schedule, chunks);
         return 0;
     }
     if (mlp_text != NULL) {

@@ -476,6 +476,126 @@ START_TEST(mlp_table_matches_the_lesson)
 }
 END_TEST
 
+/* ---- Lesson 09: --pipeline ---- */
+
+/* Rank r's row of lesson 09's pipeline on lesson 08's model, from the
+ * lesson's description, evaluated here: the boundaries by the rule of
+ * TODO 1 (each the candidate layer whose parameters before it are the
+ * nearest to s / S of all, the first of equals); 16 bytes a parameter;
+ * the micro-batches in flight at the worst moment of the schedule's order
+ * on rank r, walked (GPipe: every forward first; 1F1B: p - r - 1 of them,
+ * then one of each in turn), each its input and every layer's two
+ * outputs; the step's batch and two buffers of the widest layer. */
+static void pipeline_row(uint64_t hidden, uint64_t width, uint64_t batch,
+                         int p, int m, bool one_f_one_b, int r,
+                         int *first, int *last, uint64_t *state,
+                         int *in_flight, uint64_t *activations)
+{
+    const int layers = (int)hidden + 1;
+    uint64_t size[66], before[67] = { 0 };
+    for (int l = 0; l < layers; l++) {
+        size[l] = (l == layers - 1 ? 10 : width) *
+                  ((l == 0 ? 64 : width) + 1);
+        before[l + 1] = before[l] + size[l];
+    }
+    int bound[66] = { 0 };
+    bound[p] = layers;
+    for (int s = 1; s < p; s++) {
+        uint64_t best_distance = UINT64_MAX;
+        for (int l = bound[s - 1] + 1; l <= layers - (p - s); l++) {
+            const uint64_t a = before[l] * (uint64_t)p;
+            const uint64_t b = before[layers] * (uint64_t)s;
+            const uint64_t d = a > b ? a - b : b - a;
+            if (d < best_distance) {
+                best_distance = d;
+                bound[s] = l;
+            }
+        }
+    }
+    *first = bound[r];
+    *last = bound[r + 1] - 1;
+    const uint64_t rows = batch / (uint64_t)m;
+    uint64_t saved = rows * (bound[r] == 0 ? 64 : width), widest = 0;
+    *state = 0;
+    for (int l = bound[r]; l < bound[r + 1]; l++) {
+        const uint64_t in = l == 0 ? 64 : width;
+        const uint64_t out = l == layers - 1 ? 10 : width;
+        *state += 16 * size[l];
+        saved += 2 * rows * out;
+        widest = in > widest ? in : widest;
+        widest = out > widest ? out : widest;
+    }
+    /* The walk through the order: the warm-up's forwards, then a forward
+     * and a backward in turn, then the backwards left (GPipe: every
+     * forward is warm-up). */
+    const int warm = one_f_one_b ? (p - r - 1 < m ? p - r - 1 : m) : m;
+    int live = 0, most = 0;
+    for (int k = 0; k < m; k++) {
+        live++;                            /* forward k */
+        most = live > most ? live : most;
+        if (k >= warm)
+            live--;                        /* backward k - warm */
+    }
+    *in_flight = most;
+    *activations = 4 * (batch * 64 + 2 * rows * widest + (uint64_t)most *
+                        saved);
+}
+
+/* --pipeline on random shapes, 1-4 stages, GPipe and 1F1B: every row's
+ * layers, model state, micro-batches in flight and activations as the
+ * description above gives them. */
+START_TEST(pipeline_table_matches_the_lesson)
+{
+    rng_t rng = rng_seeded(1009);
+    for (int c = 0; c < 30; c++) {
+        const uint64_t hidden = rng_next_u64(&rng) % 8 + 3;
+        const uint64_t width = rng_next_u64(&rng) % 2000 + 1;
+        const int p = (int)(rng_next_u64(&rng) % 4) + 1;
+        const int m = (int)(rng_next_u64(&rng) % 8) + 1;
+        const uint64_t batch = (uint64_t)m * (rng_next_u64(&rng) % 9 + 1);
+        const bool one_f_one_b = rng_next_u64(&rng) % 2;
+        char shape[64], stages[16], micro[16];
+        snprintf(shape, sizeof shape, "%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+                 hidden, width, batch);
+        snprintf(stages, sizeof stages, "%d", p);
+        snprintf(micro, sizeof micro, "%d", m);
+        char *args[] = { "--mlp", shape, "--pipeline", stages,
+                         "--micro-batches", micro, "--schedule",
+                         one_f_one_b ? "1f1b" : "gpipe", NULL };
+        run_result r = calculator(args);
+        for (int rank = 0; rank < p; rank++) {
+            char start[32];
+            snprintf(start, sizeof start, "\n %8d |", rank);
+            const char *row = strstr(r.out, start);
+            ck_assert_msg(row != NULL, "--mlp %s --pipeline %d: no row for "
+                          "rank %d:\n%s", shape, p, rank, r.out);
+            int first, last, in_flight, got_first, got_last, got_flight;
+            uint64_t state, activations;
+            unsigned long long got_state, got_activations;
+            ck_assert_msg(sscanf(row + strlen(start), " %d-%d | %llu | %d | "
+                                 "%llu", &got_first, &got_last, &got_state,
+                                 &got_flight, &got_activations) == 5,
+                          "--mlp %s --pipeline %d: rank %d's row does not "
+                          "read as five values: %.100s", shape, p, rank,
+                          row + 1);
+            pipeline_row(hidden, width, batch, p, m, one_f_one_b, rank,
+                         &first, &last, &state, &in_flight, &activations);
+            ck_assert_msg(got_first == first && got_last == last &&
+                          got_state == state && got_flight == in_flight &&
+                          got_activations == activations,
+                          "memory_calculator --mlp %s --pipeline %d "
+                          "--micro-batches %d --schedule %s, rank %d: layers "
+                          "%d-%d, %llu, %d, %llu; lesson 09's description "
+                          "gives %d-%d, %" PRIu64 ", %d, %" PRIu64, shape, p,
+                          m, one_f_one_b ? "1f1b" : "gpipe", rank, got_first,
+                          got_last, got_state, got_flight, got_activations,
+                          first, last, state, in_flight, activations);
+        }
+        run_result_free(&r);
+    }
+}
+END_TEST
+
 /* Korthikanti et al. 2022 (arXiv 2205.05198, section 4.2) per layer:
  * sbh(34 + 5as/h), sbh(10 + 24/t + 5as/(ht)), sbh(34/t + 5as/(ht)),
  * evaluated here in double, against the printed bytes (rounded to a
@@ -563,6 +683,9 @@ Suite *lesson_suite(void)
     harness_add(suite, "memory calculator: --transformer, Korthikanti et "
                 "al.'s formula on two layers", transformer_table_matches_the_paper,
                 0, 20);
+    harness_add(suite, "memory calculator: --pipeline, lesson 09's stages "
+                "on 30 random models, GPipe and 1F1B",
+                pipeline_table_matches_the_lesson, 0, 20);
     harness_add(suite, "memory calculator: --tp divides the model before "
                 "ZeRO's table", tp_divides_the_zero_table, 0, 20);
     return suite;
