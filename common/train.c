@@ -233,9 +233,10 @@ int train_run(const train_setup *setup, const train_steps *plug,
 
     double accuracy = held_out_accuracy(setup, plug);
     if (setup->rank == 0) {
-        printf("held-out accuracy %.4f after %zu steps; %s took %.3f s of the "
-               "run\nsummary: ranks=%d steps=%zu loss=%.4f accuracy=%.4f "
-               "samples_per_s=%.0f", accuracy, steps, plug->timed_work,
+        printf("held-out accuracy %.4f after %zu step%s; %s took %.3f s of "
+               "the run\nsummary: ranks=%d steps=%zu loss=%.4f accuracy=%.4f "
+               "samples_per_s=%.0f", accuracy, steps, steps == 1 ? "" : "s",
+               plug->timed_work,
                gradient_seconds, setup->ranks, steps,
                buffers.losses[steps - 1], accuracy,
                (double)steps * (double)batch * shard_ranks(setup, plug) /

@@ -103,6 +103,13 @@ run "08 tensor" "tensor parallelism on 2 ranks: half of every split weight each"
 run "08 sequence" "the same with sequence parallelism, two pairs of layers" \
     env OMP_NUM_THREADS=1 $mpirun_cmd -np 2 $build/08-tensor-parallel/train_tp \
     --hidden 3 --sequence-parallel
+# Lesson 09: the model's 4 layers split into 2 stages by depth, each
+# batch in 8 micro-batches through 1F1B's schedule; the first step's
+# timeline on the virtual clock.
+# shellcheck disable=SC2086
+run "09 pipeline" "pipeline parallelism on 2 stages, 1F1B over 8 micro-batches" \
+    env OMP_NUM_THREADS=1 $mpirun_cmd -np 2 $build/09-pipeline-parallel/train_pp \
+    --micro-batches 8 --trace
 
 echo "== summary"
 failed=0

@@ -114,4 +114,19 @@ else
     show "$work/no-csv.log"
 fi
 
+# 5. Lesson 09's timeline of a pipeline's first step (scripts/timeline.sh),
+# from the solution's train_pp: the text and a PNG that is one.
+if [ -x build/solution/09-pipeline-parallel/train_pp ]; then
+    ZZ_BUILD=build/solution scripts/timeline.sh -np 2 --micro-batches 4 \
+        --schedule 1f1b --out "$work/timeline.png" > "$work/timeline.log" 2>&1
+    status=$?
+    if [ $status -eq 0 ] && grep -q '^rank 1 | ' "$work/timeline.log" &&
+            head -c 8 "$work/timeline.png" | od -An -c | grep -q 'P   N   G'; then
+        pass "scripts/timeline.sh: lesson 09's 1F1B on 2 stages, the text timeline and a PNG of it"
+    else
+        fail "scripts/timeline.sh: exit status $status"
+        show "$work/timeline.log"
+    fi
+fi
+
 [ "$failures" -eq 0 ]

@@ -49,6 +49,8 @@ static const bad_input cases[] = {
     { "06-zero", "memory_calculator", { "--offload=dpu" }, "memory_calculator: --offload takes no value" },
     { "06-zero", "memory_calculator", { "--mlp", "2,0,32" }, "memory_calculator: --mlp needs HIDDEN,WIDTH,BATCH" },
     { "06-zero", "memory_calculator", { "--tp", "2,0" }, "memory_calculator: --tp needs a list" },
+    { "06-zero", "memory_calculator", { "--pipeline", "2" }, "memory_calculator: --pipeline needs --mlp" },
+    { "06-zero", "memory_calculator", { "--mlp=3,128,32", "--pipeline=5" }, "memory_calculator: --pipeline needs --mlp, a --schedule of gpipe, 1f1b or interleaved (--chunks only with interleaved), no more stages times chunks than layers" },
     { "06-zero", "memory_calculator", { "--tp", "2,4" }, "memory_calculator: --tp with the ZeRO tables takes one t, got '2,4'" },
     { "06-zero", "memory_calculator", { "--mlp", "3,64,8", "--parallel-loss" }, "memory_calculator: --parallel-loss is for --mlp with an even number of hidden layers" },
     { "06-zero", "memory_calculator", { "--transformer", "2048,1,12288" }, "memory_calculator: --transformer needs S,B,H,A" },
@@ -270,6 +272,13 @@ static const struct {
     { "08-tensor-parallel", "train_tp", { "--hidden", "17" }, "train_tp: --hidden 17: at most 16 hidden layers" },
     { "08-tensor-parallel", "train_tp", { "--sequence-parallel", "--local-batch=3" }, "train_tp: --sequence-parallel splits the batch's rows among the t ranks: --local-batch 3 is not a multiple of 2" },
     { "08-tensor-parallel", "train_tp", { "--parallel-loss", "--hidden=3" }, "train_tp: --parallel-loss splits the output layer by class: it must be the layer left over after the pairs, so an even --hidden (got 3)" },
+    { "09-pipeline-parallel", "train_pp", { "--hidden", "0" }, "train_pp: 2 stages of 1 chunk need 2 layers at least; the model has 1 (--hidden 0)" },
+    { "09-pipeline-parallel", "train_pp", { "--micro-batches", "0" }, "train_pp: --micro-batches must be from 1 to" },
+    { "09-pipeline-parallel", "train_pp", { "--micro-batches", "3" }, "train_pp: --local-batch 32 is not a multiple of --micro-batches 3" },
+    { "09-pipeline-parallel", "train_pp", { "--chunks", "2" }, "train_pp: --chunks 2 is for --schedule interleaved" },
+    { "09-pipeline-parallel", "train_pp", { "--schedule", "zigzag" }, "train_pp: --schedule zigzag: gpipe, 1f1b or interleaved" },
+    { "09-pipeline-parallel", "train_pp", { "--stages", "3" }, "train_pp: --stages 3: a pipeline of every rank, so 2 here" },
+    { "09-pipeline-parallel", "train_pp", { "--schedule=interleaved", "--micro-batches=1" }, "train_pp: --schedule interleaved takes micro-batches in groups of the stages: --micro-batches 1 is not a multiple of 2" },
 };
 enum { other_mpi_case_count = sizeof other_mpi_cases / sizeof other_mpi_cases[0] };
 enum { mpi_case_count = sizeof mpi_cases / sizeof mpi_cases[0] };

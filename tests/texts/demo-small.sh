@@ -25,6 +25,7 @@ small_options() {
         05-data-parallel/train)     echo "--steps 5 --samples 512" ;;
         06-zero/train_zero)         echo "--steps 5 --samples 512" ;;
         08-tensor-parallel/train_tp) echo "--steps 5 --samples 512" ;;
+        09-pipeline-parallel/train_pp) echo "--steps 5 --samples 512" ;;
     esac
 }
 
