@@ -4,6 +4,7 @@
 
 #include "format_bytes.h"
 #include "sanitizers.h"
+#include "steps.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -182,10 +183,13 @@ void *ledger_alloc(memory_category category, size_t bytes)
  * crash, hiding this line behind "out of bounds?"). */
 static _Noreturn void ledger_free_check_failed(const void *block)
 {
-    fprintf(stderr, "ledger_free: %p is not a block that ledger_alloc gave "
-            "and that is still held: one from malloc (allocate with "
-            "ledger_alloc and its category), or one freed already\n",
-            block);
+    /* Named with the step the driver marked (steps.h), as a crash is. */
+    const char *step = steps_current();
+    fprintf(stderr, "%s%sledger_free: %p is not a block that ledger_alloc "
+            "gave and that is still held: one from malloc (allocate with "
+            "ledger_alloc and its category), one freed already, or memory "
+            "written past the end of the block before it\n", step,
+            step[0] != '\0' ? ": " : "", block);
     fflush(stderr);
     _Exit(1);
 }

@@ -636,7 +636,7 @@ def words_before_first_todo(path):
 # ---- The commands a lesson prints ---------------------------------------------
 
 COMMAND_START = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*"
-                           r"(?:make|mpirun|mpiexec\S*|build/|scripts/|lessons/)(?=\s|/|$)")
+                           r"(?:(?:make|mpirun|mpiexec\S*)(?=\s|/|$)|build/|scripts/|lessons/)")
 CLUSTER_OPTIONS = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "--host", "-host", "-H")
 
 
@@ -904,6 +904,10 @@ def rules(files):
                    "scripts/mpirun -np 2 build/student/06-zero/train_zero --no-such-option 1",
                    "scripts/no-such-script.sh"]
         missed = [c for c in planted if not command_problems(c, facts)]
+        # ... and each must be found where a text prints it: a block that
+        # starts with it is a command, whatever word it begins with.
+        missed += [f"{c} (not taken for a command)" for c in planted
+                   if not COMMAND_START.match(c)]
         results.append(([f"a planted command that would not work was not refused: \"{c}\""
                          for c in missed],
                         f"the rule refuses {len(planted)} planted commands that would not work"))
