@@ -126,7 +126,8 @@ void pp_loss(pp_state *z, int chunk, int micro, size_t samples);
 void pp_compute_backward(pp_state *z, int chunk, int micro,
                          const float *doutput, float *dinput);
 
-/* AdamW on chunk `chunk`'s parameters (step + 1), recorded. */
+/* AdamW on chunk `chunk`'s parameters, recorded; `step` is pp_update's,
+ * as given (AdamW's count, step + 1, is made inside). */
 void pp_optimizer_step(pp_state *z, int chunk, long step);
 
 /* Stops every rank with `why`, naming this rank. */

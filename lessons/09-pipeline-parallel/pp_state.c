@@ -173,8 +173,9 @@ void pp_loss(pp_state *z, int chunk, int micro, size_t samples)
                             samples, NULL);
     if (sum != sum) {
         char why[400];
-        snprintf(why, sizeof why, "%s (TODO 2: the loss is the last "
-                 "stage's, after the micro-batch's forward)",
+        snprintf(why, sizeof why, "%s (TODO 2-5: the loss is the last "
+                 "stage's, after the micro-batch's forward there: a "
+                 "schedule that runs a backward before its forward?)",
                  z->chunk[chunk].error);
         pp_abort(z, why);
     }
