@@ -88,6 +88,10 @@ static const struct {
                            "stages" },
     { 5, 64, 37, 10, 1, "one stage holds every layer" },
     { 15, 64, 128, 10, 8, "16 layers on 8 stages (2 chunks of 4 ranks)" },
+    { 2, 10, 10, 10, 2, "three layers of 110 parameters on 2 stages: a tie, "
+                        "the smaller layer" },
+    { 3, 16, 8, 1000, 3, "a last layer of 1000 classes on 3 stages: the "
+                         "nearest boundary would leave a stage empty" },
 };
 
 START_TEST(layers_of_case)
@@ -605,7 +609,11 @@ START_TEST(one_f_one_b_runs)
                                          { 3, 2, 1, ONE_F_ONE_B },
                                          { 3, 4, 1, ONE_F_ONE_B },
                                          { 4, 4, 1, ONE_F_ONE_B },
-                                         { 4, 8, 1, ONE_F_ONE_B } };
+                                         { 4, 8, 1, ONE_F_ONE_B },
+                                         /* m < p - r - 1 on the first
+                                          * stages: the warm-up is m */
+                                         { 3, 1, 1, ONE_F_ONE_B },
+                                         { 4, 2, 1, ONE_F_ONE_B } };
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++)
         check_pipeline(&runs[k], &test_model);
     expect_nothing_kept(2, ONE_F_ONE_B, "TODO 3-4: what a step allocates, "
