@@ -156,9 +156,13 @@ void training_expect_nothing_kept(const char *lesson, const char *program,
                                   const char *const *extra, const char *what,
                                   const char *hint)
 {
-#ifndef HARNESS_SHADOW_MEMORY
+#if !defined(HARNESS_SHADOW_MEMORY) && !defined(__clang__)
     enum { SLACK_KIB = 64, MOST_RANKS = 64 };
-    if (!harness_outside_measures())
+    /* Calibrated on the gcc build with Open MPI on TCP, the grader's
+     * setting (harness_outside_traffic): built with clang, a correct
+     * lesson 08 grew 116-120 KiB over the 280 steps (LLVM's runtimes, not
+     * the lesson's code), and MPICH's was not measured. */
+    if (!harness_outside_measures() || !harness_outside_traffic())
         return;
     ck_assert(ranks <= MOST_RANKS);
     unsigned long long anon[2][MOST_RANKS];
