@@ -127,7 +127,7 @@ void pp_check(pp_state *z, int result, const char *call)
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(result, text, &length);
-    char why[512];
+    char why[MPI_MAX_ERROR_STRING + 128];
     snprintf(why, sizeof why, "%s failed: %s", call, text);
     pp_abort(z, why);
 }
