@@ -21,6 +21,9 @@ tally=build/test-suites/tally
 rm -rf build/test-suites
 mkdir -p build/test-suites
 : > "$tally"
+# Everything this run prints is also kept, for the list of failures at the end.
+exec > >(tee build/test-suites/run.log) 2>&1
+tee_pid=$!
 status=0
 test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zz-suites-XXXXXX") || exit 2
 trap 'rm -rf "$test_tmp"' EXIT
@@ -62,5 +65,8 @@ if [ -n "$fixture" ]; then
     done
 fi
 
+awk -f tests/what-failed.awk build/test-suites/run.log
 awk -f tests/tally-summary.awk "$tally"
+exec > /dev/null 2>&1
+wait "$tee_pid"
 exit $status

@@ -43,6 +43,9 @@ tally=build/test/tally
 rm -rf build/test
 mkdir -p build/test/solutions/work
 : > "$tally"
+# Everything this run prints is also kept, for the list of failures at the end.
+exec > >(tee build/test/run.log) 2>&1
+tee_pid=$!
 status=0
 tally_line() {   # tally_line OK NAME: one result of this script's own
     if [ "$1" = yes ]; then echo "1 0 0 $2" >> "$tally"; else echo "0 1 0 $2" >> "$tally"; status=1; fi
@@ -447,5 +450,8 @@ fi
 rm -rf "$test_tmp"
 echo
 
+awk -f tests/what-failed.awk build/test/run.log
 awk -f tests/tally-summary.awk "$tally"
+exec > /dev/null 2>&1
+wait "$tee_pid"
 exit $status
