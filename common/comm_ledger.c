@@ -373,9 +373,14 @@ static void keep_arguments(int length, int arrays, ...)
 
 /* The requests started and not yet completed, oldest first, with the call
  * that started each. A handle may be reused by MPI once completed, so a
- * completed one leaves the list at once. */
+ * completed one leaves the list at once. Nor is a handle always one
+ * request's while open: MPICH gives every send that completed as it
+ * started one shared, predefined handle. So each request also keeps the
+ * place its start wrote the handle to, which tells such requests apart
+ * when the program completes them there (find_open). */
 typedef struct {
     MPI_Request handle;
+    const MPI_Request *slot;  /* where its start wrote the handle */
     call_kind kind;
     uint64_t received;  /* the bytes it was counted to receive */
     kept_arguments kept;
@@ -483,6 +488,7 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
         open_capacity = capacity;
     }
     open_requests[open_count].handle = *request;
+    open_requests[open_count].slot = request;
     open_requests[open_count].tested = false;
     open_requests[open_count].kind = kind;
     open_requests[open_count].received = entered_received;
@@ -595,22 +601,62 @@ static void check_kept(call_kind kind, kept_arguments *kept)
     kept->copy = NULL;
 }
 
-static void closed(MPI_Request handle)
+/* Whether a request's arrays and buffers are as check_kept wants them. */
+static bool kept_intact(const kept_arguments *kept)
 {
-    /* The newest first: requests are mostly completed soon after they
-     * are started. */
+    for (int a = 0; a < kept->arrays; a++)
+        if (memcmp(kept->copy + (size_t)a * (size_t)kept->length,
+                   kept->where[a],
+                   (size_t)kept->length * sizeof *kept->copy) != 0)
+            return false;
+    const staged_receive *staged = &kept->staged;
+    if (staged->original != NULL &&
+        memcmp(staged->into, staged->original, staged->bytes) != 0)
+        return false;
+    return kept->sent == NULL ||
+           sampled_bytes(kept->sent, kept->sent_bytes) == kept->sent_sample;
+}
+
+/* The open request that `handle`, read from `slot`, stands for, or
+ * open_count if none. The newest first: requests
+ * are mostly completed soon after they are started. The one whose start
+ * wrote this handle to this slot, if any; else, of the requests with this
+ * handle (a copied handle, shared by several requests only where MPI
+ * shares it), the newest whose buffers are as they were, so that a
+ * program that did nothing wrong is never blamed for another request's
+ * buffer; else the newest. */
+static size_t find_open(MPI_Request handle, const MPI_Request *slot)
+{
+    size_t newest = open_count;
     for (size_t k = open_count; k-- > 0;)
         if (open_requests[k].handle == handle) {
-            check_kept(open_requests[k].kind, &open_requests[k].kept);
-            unstage(&open_requests[k].kept);
-            memmove(&open_requests[k], &open_requests[k + 1],
-                    (open_count - k - 1) * sizeof *open_requests);
-            if (--open_count == 0 && requests_hold_device) {
-                requests_hold_device = false;
-                device_access_end();
-            }
-            return;
+            if (open_requests[k].slot == slot)
+                return k;
+            if (newest == open_count)
+                newest = k;
         }
+    if (newest == open_count)
+        return open_count;
+    for (size_t k = newest + 1; k-- > 0;)
+        if (open_requests[k].handle == handle &&
+            kept_intact(&open_requests[k].kept))
+            return k;
+    return newest;
+}
+
+static void closed(MPI_Request handle, const MPI_Request *slot)
+{
+    size_t k = find_open(handle, slot);
+    if (k == open_count)
+        return;
+    check_kept(open_requests[k].kind, &open_requests[k].kept);
+    unstage(&open_requests[k].kept);
+    memmove(&open_requests[k], &open_requests[k + 1],
+            (open_count - k - 1) * sizeof *open_requests);
+    if (--open_count == 0 && requests_hold_device) {
+        requests_hold_device = false;
+        device_access_end();
+    }
 }
 
 /* No open request's stack buffer lies below `live_from`. */
@@ -646,7 +692,7 @@ static void settle(MPI_Request *before, const MPI_Request after[], int count,
         return;
     for (int k = 0; k < count; k++)
         if (before[k] != MPI_REQUEST_NULL && after[k] == MPI_REQUEST_NULL)
-            closed(before[k]);
+            closed(before[k], &after[k]);
     if (before != small)
         free(before);
 }
@@ -1410,13 +1456,11 @@ int MPI_Testsome(int count, MPI_Request requests[], int *done,
 }
 
 /* The kept arguments of an open staged receive, or NULL. */
-static kept_arguments *staged(MPI_Request handle)
+static kept_arguments *staged(const MPI_Request *request)
 {
-    for (size_t k = 0; k < open_count; k++)
-        if (open_requests[k].handle == handle)
-            return open_requests[k].kept.staged.staging != NULL
-                       ? &open_requests[k].kept : NULL;
-    return NULL;
+    size_t k = find_open(*request, request);
+    return k < open_count && open_requests[k].kept.staged.staging != NULL
+               ? &open_requests[k].kept : NULL;
 }
 
 /* A staged receive whose request is freed: no completion will copy its
@@ -1444,13 +1488,11 @@ static int release_staged(MPI_Request *request, kept_arguments *kept)
     return result == MPI_SUCCESS ? PMPI_Request_free(&again) : result;
 }
 
-/* The call that started open request `handle`, or NULL. */
-static const char *started_by(MPI_Request handle)
+/* The call that started the open request at `request`, or NULL. */
+static const char *started_by(const MPI_Request *request)
 {
-    for (size_t k = 0; k < open_count; k++)
-        if (open_requests[k].handle == handle)
-            return ledger[open_requests[k].kind].name;
-    return NULL;
+    size_t k = find_open(*request, request);
+    return k < open_count ? ledger[open_requests[k].kind].name : NULL;
 }
 
 /* Released: MPI completes the operation in its own time, and the caller
@@ -1459,7 +1501,7 @@ static const char *started_by(MPI_Request handle)
  * never know when its result is there. */
 int MPI_Request_free(MPI_Request *request)
 {
-    const char *call = request != NULL ? started_by(*request) : NULL;
+    const char *call = request != NULL ? started_by(request) : NULL;
     if (call != NULL && strncmp(call, "MPI_I", 5) == 0 &&
         strstr(call, "send") == NULL && strstr(call, "recv") == NULL) {
         fprintf(stderr, "comm ledger: rank %d called MPI_Request_free on "
@@ -1474,7 +1516,7 @@ int MPI_Request_free(MPI_Request *request)
     enter(CALL_Request_free, 0, 0);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(1, request, small);
-    kept_arguments *kept = request != NULL ? staged(*request) : NULL;
+    kept_arguments *kept = request != NULL ? staged(request) : NULL;
     int result = kept != NULL ? release_staged(request, kept)
                               : PMPI_Request_free(request);
     settle(before, request, 1, small);

@@ -54,6 +54,13 @@
  *                                 "staged RANK: ..." with the bits of the
  *                                 buffer's first float before the wait and
  *                                 the buffers' floats after
+ *   ledger_probe --shared-handles each rank sends the next two small
+ *                                 messages by MPI_Isend, into two
+ *                                 requests, waits for the first, writes
+ *                                 its buffer, then waits for the second:
+ *                                 a correct program (MPICH gives both
+ *                                 requests one handle), which must run to
+ *                                 its end and print "shared RANK: ..."
  *   ledger_probe --hang           rank 0 waits for a message that never
  *                                 comes, inside a named step, so that the
  *                                 harness's deadlock report and clean-up
@@ -306,6 +313,30 @@ static void staged(int rank, int size)
         mpi_abort_exit("ledger_probe: cannot write its line");
 }
 
+/* --shared-handles: two sends whose requests may carry one handle, as
+ * MPICH's do when both complete as they start. The first buffer is
+ * written after its own wait, before the second's: nothing wrong. */
+static void shared_handles(int rank, int size)
+{
+    const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+    float first[2] = { (float)rank, 1 }, second[2] = { (float)rank, 2 };
+    float in[2][2];
+    MPI_Request requests[2];
+    MPI_CHECK(MPI_Isend(first, 2, MPI_FLOAT, next, 0, MPI_COMM_WORLD,
+                        &requests[0]));
+    MPI_CHECK(MPI_Isend(second, 2, MPI_FLOAT, next, 1, MPI_COMM_WORLD,
+                        &requests[1]));
+    for (int tag = 0; tag < 2; tag++)
+        MPI_CHECK(MPI_Recv(in[tag], 2, MPI_FLOAT, previous, tag,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    const int same = requests[0] == requests[1];
+    MPI_CHECK(MPI_Wait(&requests[0], MPI_STATUS_IGNORE));
+    first[1] = -1;
+    MPI_CHECK(MPI_Wait(&requests[1], MPI_STATUS_IGNORE));
+    printf("shared %d: one handle %d, received %g %g %g %g\n", rank, same,
+           in[0][0], in[0][1], in[1][0], in[1][1]);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -323,7 +354,7 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np 3 ledger_probe OUT_DIR|--open "
                     "OUT_DIR|--seconds MS OUT_DIR|--refuse KIND|--frames KIND|"
-                    "--aliased|--overlap|--hang\n");
+                    "--aliased|--overlap|--staged|--shared-handles|--hang\n");
         mpi_exit_all(2);
     }
     if (three) {
@@ -347,6 +378,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--staged") == 0) {
         staged(rank, size);
+        mpi_exit_all(0);
+    }
+    if (strcmp(argv[1], "--shared-handles") == 0) {
+        shared_handles(rank, size);
         mpi_exit_all(0);
     }
     if (strcmp(argv[1], "--hang") == 0) {

@@ -380,6 +380,32 @@ START_TEST(ledger_stages_small_receives)
 }
 END_TEST
 
+/* Two open requests may carry one handle (MPICH gives every send that
+ * completed as it started the same predefined one): the ledger must check
+ * each buffer against its own request, so a buffer written after its own
+ * wait, while the other request is open, is no error. */
+START_TEST(ledger_tells_shared_handles_apart)
+{
+    char *args[] = { "--shared-handles", NULL };
+    run_result r = harness_run_mpi("tests/common", "ledger_probe", 3, args,
+                                   NULL, 20);
+    harness_expect_success(&r, "ledger_probe --shared-handles on 3 ranks");
+    for (int rank = 0; rank < 3; rank++) {
+        const int p = (rank + 2) % 3;
+        char want[128];
+        snprintf(want, sizeof want, "shared %d: one handle ", rank);
+        const char *line = strstr(r.out, want);
+        ck_assert_msg(line != NULL, "expected \"%s\" in ledger_probe "
+                      "--shared-handles' output:\n%s", want, r.out);
+        snprintf(want, sizeof want, ", received %d 1 %d 2\n", p, p);
+        ck_assert_msg(strncmp(strchr(line, ','), want, strlen(want)) == 0,
+                      "expected \"%.*s\" in ledger_probe --shared-handles' "
+                      "output:\n%s", (int)strlen(want) - 1, want, r.out);
+    }
+    run_result_free(&r);
+}
+END_TEST
+
 /* ---- the collectives (common/collectives.h), on 1 to 4 ranks ---- */
 
 /* A buffer not divisible by 2, 3 or 4, each rank's block several chunks
@@ -944,6 +970,9 @@ Suite *lesson_suite(void)
     harness_add(suite, "MPI_CHECK: an aliased reduction's failure says "
                 "to pass MPI_IN_PLACE", mpi_check_explains_aliased_buffers,
                 0, 30);
+    harness_add(suite, "comm ledger: two requests that share a handle, "
+                "each checked against its own buffer",
+                ledger_tells_shared_handles_apart, 0, 30);
     harness_add(suite, "comm ledger: a send-receive's overlapping buffers "
                 "stopped", ledger_stops_overlapping_sendrecv, 0, 30);
     harness_add(suite, "comm ledger: a small MPI_Irecv's buffer holds NaN "
