@@ -39,7 +39,7 @@
 #define AS_KIND(call) CALL_##call,
 typedef enum { LEDGER_CALLS(AS_KIND) CALL_KINDS } call_kind;
 
-#define AS_ENTRY(call) { "MPI_" #call, { 0, 0, 0, 0 } },
+#define AS_ENTRY(call) { "MPI_" #call, { 0 } },
 static struct {
     const char *name;
     comm_counts counts;
@@ -1016,10 +1016,22 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 
 /* ---- the byte models of the header, shared by each call's forms ---- */
 
+/* The bytes a point-to-point send of `count` elements of `type` to `dest`
+ * puts between ranks (none to MPI_PROC_NULL or to itself), its message
+ * counted under `kind` where there is one. */
+static uint64_t message_to(call_kind kind, int dest, MPI_Comm comm,
+                           MPI_Datatype type, int count)
+{
+    if (!crosses(dest, comm))
+        return 0;
+    ledger[kind].counts.messages++;
+    return type_bytes(type, count);
+}
+
 static void count_send(call_kind kind, MPI_Datatype type, int count, int dest,
                        MPI_Comm comm)
 {
-    enter(kind, crosses(dest, comm) ? type_bytes(type, count) : 0, 0);
+    enter(kind, message_to(kind, dest, comm, type, count), 0);
 }
 
 static void count_bcast(call_kind kind, MPI_Datatype type, int count,
@@ -1228,7 +1240,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     MPI_Status local;
     MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
     enter(CALL_Sendrecv,
-          crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0, 0);
+          message_to(CALL_Sendrecv, dest, comm, sendtype, sendcount), 0);
     int result = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
                                recvbuf, recvcount, recvtype, source, recvtag,
                                comm, used);
@@ -1246,7 +1258,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
                          MPI_Status *status)
 {
     enter(CALL_Sendrecv_replace,
-          crosses(dest, comm) ? type_bytes(type, count) : 0,
+          message_to(CALL_Sendrecv_replace, dest, comm, type, count),
           crosses(source, comm) ? type_bytes(type, count) : 0);
     return leave(PMPI_Sendrecv_replace(buf, count, type, dest, sendtag,
                                        source, recvtag, comm, status));
@@ -1261,7 +1273,7 @@ int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     refuse_overlap("MPI_Isendrecv", sendbuf, sendcount, sendtype, recvbuf,
                    recvcount, recvtype);
     enter(CALL_Isendrecv,
-          crosses(dest, comm) ? type_bytes(sendtype, sendcount) : 0,
+          message_to(CALL_Isendrecv, dest, comm, sendtype, sendcount),
           crosses(source, comm) ? type_bytes(recvtype, recvcount) : 0);
     keep_send_buffer(sendbuf, sendcount, sendtype);
     keep_stacked(sendbuf, recvbuf);
@@ -1277,7 +1289,7 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
                           MPI_Request *request)
 {
     enter(CALL_Isendrecv_replace,
-          crosses(dest, comm) ? type_bytes(type, count) : 0,
+          message_to(CALL_Isendrecv_replace, dest, comm, type, count),
           crosses(source, comm) ? type_bytes(type, count) : 0);
     keep_stacked(NULL, buf);
     return opened(CALL_Isendrecv_replace,
@@ -1942,15 +1954,16 @@ comm_counts comm_ledger_of(const char *call)
     for (int k = 0; k < CALL_KINDS; k++)
         if (strcmp(ledger[k].name, call) == 0)
             return ledger[k].counts;
-    comm_counts none = { 0, 0, 0, 0 };
+    comm_counts none = { 0 };
     return none;
 }
 
 comm_counts comm_ledger_total(void)
 {
-    comm_counts total = { 0, 0, 0, 0 };
+    comm_counts total = { 0 };
     for (int k = 0; k < CALL_KINDS; k++) {
         total.calls += ledger[k].counts.calls;
+        total.messages += ledger[k].counts.messages;
         total.bytes_sent += ledger[k].counts.bytes_sent;
         total.bytes_received += ledger[k].counts.bytes_received;
         total.seconds += ledger[k].counts.seconds;
@@ -1974,7 +1987,7 @@ __attribute__((noinline)) void comm_ledger_overwrite_dead_frames(void)
 void comm_ledger_reset(void)
 {
     for (int k = 0; k < CALL_KINDS; k++) {
-        comm_counts zero = { 0, 0, 0, 0 };
+        comm_counts zero = { 0 };
         ledger[k].counts = zero;
     }
 }

@@ -80,6 +80,10 @@
 
 typedef struct {
     uint64_t calls;
+    /* The point-to-point messages it sent to another rank: a send to
+     * MPI_PROC_NULL or to the rank itself is a call, and no message (nor
+     * are its bytes counted). comm_ledger_write leaves it out. */
+    uint64_t messages;
     uint64_t bytes_sent;
     uint64_t bytes_received;
     /* Wall seconds this rank spent inside the call, summed over its

@@ -58,7 +58,7 @@ typedef struct {
     int rank, ranks;
 } run_config;
 
-/* The point-to-point calls that send, whose counts the report gives. */
+/* The point-to-point calls that send, whose messages the report gives. */
 static const char *const send_calls[] = { "MPI_Send", "MPI_Isend",
                                           "MPI_Ssend", "MPI_Issend",
                                           "MPI_Bsend", "MPI_Ibsend",
@@ -71,7 +71,7 @@ typedef struct {
     const run_config *config;
     pp_state pp;
     ledger_watch memory;
-    /* The first step's messages: calls that send, the bytes they sent,
+    /* The first step's messages to other ranks, the bytes they sent,
      * every MPI call, and the requests open after the schedule. */
     uint64_t sends, sent_bytes, calls, collective_calls;
     size_t requests_open;
@@ -90,14 +90,14 @@ typedef struct {
 
 static uint64_t sends_so_far(uint64_t *bytes)
 {
-    uint64_t calls = 0;
+    uint64_t messages = 0;
     *bytes = 0;
     for (int k = 0; k < SEND_CALLS; k++) {
         comm_counts c = comm_ledger_of(send_calls[k]);
-        calls += c.calls;
+        messages += c.messages;
         *bytes += c.bytes_sent;
     }
-    return calls;
+    return messages;
 }
 
 static void (*const schedules[])(pp_state *) = { pp_gpipe, pp_one_f_one_b,
