@@ -1097,11 +1097,22 @@ static void count_alltoallv(call_kind kind, const int sendcounts[],
 
 /* ---- point to point ---- */
 
+/* Whether a standard-mode send completes only once its receive has
+ * started (comm_ledger_send_synchronously). */
+static bool synchronous_sends;
+
+void comm_ledger_send_synchronously(void)
+{
+    synchronous_sends = true;
+}
+
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
              MPI_Comm comm)
 {
     count_send(CALL_Send, type, count, dest, comm);
-    return leave(PMPI_Send(buf, count, type, dest, tag, comm));
+    return leave(synchronous_sends
+                     ? PMPI_Ssend(buf, count, type, dest, tag, comm)
+                     : PMPI_Send(buf, count, type, dest, tag, comm));
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
@@ -1132,7 +1143,11 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
     keep_send_buffer(buf, count, type);
     keep_stacked(buf, NULL);
     return opened(CALL_Isend,
-                  PMPI_Isend(buf, count, type, dest, tag, comm, request),
+                  synchronous_sends
+                      ? PMPI_Issend(buf, count, type, dest, tag, comm,
+                                    request)
+                      : PMPI_Isend(buf, count, type, dest, tag, comm,
+                                   request),
                   request);
 }
 

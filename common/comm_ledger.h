@@ -96,6 +96,15 @@ typedef struct {
     double seconds;
 } comm_counts;
 
+/* From now on, MPI_Send and MPI_Isend complete only once the matching
+ * receive has started, as MPI_Ssend and MPI_Issend do. MPI allows a
+ * standard-mode send either way, and buffers small messages: a program
+ * whose order of sends and receives works only because a message was
+ * buffered deadlocks on larger ones, and with this it deadlocks on every
+ * size, where a time limit can name where each rank waits. A correct
+ * program runs as before. A driver calls it (lesson 09's). */
+void comm_ledger_send_synchronously(void);
+
 /* The counts for one call by name ("MPI_Allgatherv"); zeros if unknown. */
 comm_counts comm_ledger_of(const char *call);
 
