@@ -154,7 +154,8 @@ void train_shard_interleaved(long step, size_t local_batch, int ranks,
 #define TRAIN_RUN_OPTIONS(config)                                            \
     { "steps", CLI_SIZE, &(config).steps, "training steps", 1, 1e7 },        \
     { "local-batch", CLI_SIZE, &(config).local_batch,                        \
-      "samples per rank per step", 1, 1 << 16 },                             \
+      "samples a step for each copy of the model (each rank's copy with "    \
+      "data parallelism)", 1, 1 << 16 },                                     \
     { "lr", CLI_DOUBLE, &(config).learning_rate, "AdamW's learning rate",    \
       1e-9, 10 },                                                            \
     { "weight-decay", CLI_DOUBLE, &(config).weight_decay, "AdamW's "         \
