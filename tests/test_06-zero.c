@@ -147,15 +147,6 @@ static void report_pair(const char *report, int rank, const char *key,
     *b = (size_t)values[1];
 }
 
-static unsigned long long report_value(const char *report, int rank,
-                                       const char *key)
-{
-    unsigned long long value;
-    ck_assert_msg(harness_report_values(report, key, &value, 1) == 1,
-                  "rank %d's report has no \"%s\" line", rank, key);
-    return value;
-}
-
 /* What to look at when a stage's results are wrong. */
 static const char *stage_hint(int stage, bool prefetch)
 {
@@ -333,8 +324,8 @@ static void state_of(size_t total, int stage, int ranks, int rank,
 static void expect_memory(const char *report, int stage, bool prefetch,
                           int ranks, int rank, const char *what)
 {
-    const size_t total = report_value(report, rank, "model_parameters");
-    const size_t largest = report_value(report, rank, "largest_layer");
+    const size_t total = harness_report_value(report, rank, "model_parameters");
+    const size_t largest = harness_report_value(report, rank, "largest_layer");
     size_t own_begin, own_end;
     report_pair(report, rank, "own", &own_begin, &own_end);
     const size_t own = own_end - own_begin;
@@ -347,7 +338,7 @@ static void expect_memory(const char *report, int stage, bool prefetch,
     for (int kind = 0; kind < ZERO_STATE_KINDS; kind++) {
         char key[64];
         snprintf(key, sizeof key, "peak %s", kind_names[kind]);
-        unsigned long long got = report_value(report, rank, key);
+        unsigned long long got = harness_report_value(report, rank, key);
         bool whole = !zero_stage_partitions(stage, (zero_state_kind)kind);
         ck_assert_msg(got == state[kind], "%s, rank %d: %s peaked at %llu "
                       "bytes; stage %d keeps %s of them: %d x %zu = %llu "
@@ -362,7 +353,8 @@ static void expect_memory(const char *report, int stage, bool prefetch,
                                  "its category?" : "",
                       allocation_hint(stage));
     }
-    unsigned long long buckets = report_value(report, rank, "peak buckets");
+    unsigned long long buckets =
+        harness_report_value(report, rank, "peak buckets");
     unsigned long long want_buckets = stage >= 2 ? 2 * largest : 0;
     ck_assert_msg(buckets == want_buckets, "%s, rank %d: gradient buckets "
                   "peaked at %llu bytes, expected %llu (%s)%s. Hint: %s",
@@ -374,8 +366,8 @@ static void expect_memory(const char *report, int stage, bool prefetch,
                                  "without ledger_alloc(MEMORY_BUCKETS, ...)?"
                                : "",
                   stage_hint(stage, false));
-    unsigned long long gathered = report_value(report, rank,
-                                               "peak gathered");
+    unsigned long long gathered =
+        harness_report_value(report, rank, "peak gathered");
     if (stage < 3)
         ck_assert_msg(gathered == 0, "%s, rank %d: %llu bytes of gathered "
                       "parameters: this stage holds every parameter and "
@@ -398,8 +390,9 @@ static void expect_memory(const char *report, int stage, bool prefetch,
      * that decides; elsewhere the allocator's count, in the process. */
     if (harness_outside_measures())
         return;
-    unsigned long long heap = report_value(report, rank, "heap_growth");
-    unsigned long long ledger = report_value(report, rank, "ledger_growth");
+    unsigned long long heap = harness_report_value(report, rank, "heap_growth");
+    unsigned long long ledger =
+        harness_report_value(report, rank, "ledger_growth");
     ck_assert_msg(heap <= ledger + HEAP_SLACK, "%s, rank %d: the process's "
                   "allocator held %llu bytes more than before the state was "
                   "allocated, the memory ledger only %llu: memory allocated "
@@ -493,20 +486,21 @@ static void expect_traffic(const char *report, int stage, int ranks,
                            int rank, int steps, bool prefetch,
                            const char *what)
 {
-    const size_t total = report_value(report, rank, "model_parameters");
+    const size_t total = harness_report_value(report, rank, "model_parameters");
     size_t own_begin, own_end;
     report_pair(report, rank, "own", &own_begin, &own_end);
     const unsigned long long own = own_end - own_begin;
     const unsigned long long fp32 = 4ull * (total - own);
     const unsigned long long bf16_bytes =
         2ull * (unsigned long long)(ranks - 1) * own * (stage == 3 ? 2 : 1);
-    unsigned long long got32 = report_value(report, rank,
-                                            "traffic_fp32_sent");
-    unsigned long long got16 = report_value(report, rank,
-                                            "traffic_bf16_sent");
-    unsigned long long other = report_value(report, rank,
-                                            "traffic_other_sent");
-    unsigned long long open = report_value(report, rank, "requests_open");
+    unsigned long long got32 =
+        harness_report_value(report, rank, "traffic_fp32_sent");
+    unsigned long long got16 =
+        harness_report_value(report, rank, "traffic_bf16_sent");
+    unsigned long long other =
+        harness_report_value(report, rank, "traffic_other_sent");
+    unsigned long long open =
+        harness_report_value(report, rank, "requests_open");
     const char *hint = stage_hint(stage, prefetch);
     ck_assert_msg(got32 == steps * fp32, "%s, rank %d: the gradient hooks "
                   "(zero_backward_done, zero_reduce) sent %llu bytes over %d "
@@ -577,8 +571,8 @@ START_TEST(prefetch_same_model_and_costs)
                            what);
             expect_outside(&r, report, 3, true, ranks, rank, &test_run,
                            what);
-            unsigned long long gathered = report_value(report, rank,
-                                                       "peak gathered");
+            unsigned long long gathered =
+                harness_report_value(report, rank, "peak gathered");
             ck_assert_msg(gathered <= 2 * widest_pair, "%s, rank %d: "
                           "gathered parameters peaked at %llu bytes, more "
                           "than two neighbouring layers' %zu. Hint: %s",
@@ -648,11 +642,13 @@ START_TEST(stage_3_fits_under_a_cap_and_learns)
     run_result_free(&r);
     for (int rank = 0; rank < 4; rank++) {
         char *report = harness_read_report(out, rank);
-        unsigned long long peak = report_value(report, rank, "peak total");
+        unsigned long long peak =
+            harness_report_value(report, rank, "peak total");
         ck_assert_msg(peak <= CAP, "rank %d held %llu bytes under a cap of "
                       "%d", rank, peak, CAP);
         if (rank == 0) {
-            unsigned long long ppm = report_value(report, 0, "accuracy_ppm");
+            unsigned long long ppm =
+                harness_report_value(report, 0, "accuracy_ppm");
             ck_assert_msg(ppm >= 750000, "stage 3 on 4 ranks: held-out "
                           "accuracy %.4f after %d steps; the task reaches "
                           "over 0.85. Hint: %s", ppm / 1e6, capped_run.steps,

@@ -974,15 +974,6 @@ static run_result run_offload(int ranks, const run_shape *shape,
                         timeout_s);
 }
 
-static unsigned long long report_value(const char *report, int rank,
-                                       const char *key)
-{
-    unsigned long long value = 0;
-    ck_assert_msg(harness_report_values(report, key, &value, 1) == 1,
-                  "rank %d's report has no \"%s\" line", rank, key);
-    return value;
-}
-
 /* ---- The weights ---- */
 
 /* Every rank's parameters (all Ψ, read back from its device) and its
@@ -1307,7 +1298,8 @@ static void expect_memory(const char *report, const training_reference *ref,
           "on the device at the peak" },
     };
     for (size_t k = 0; k < sizeof expected / sizeof expected[0]; k++) {
-        unsigned long long got = report_value(report, rank, expected[k].key);
+        unsigned long long got =
+            harness_report_value(report, rank, expected[k].key);
         if (got == expected[k].want)
             continue;
         /* Fewer parts in flight than the pair is no waste: the layer
@@ -1351,8 +1343,9 @@ static void expect_memory(const char *report, const training_reference *ref,
      * 56 KiB under MPICH), while a copy of the slice's gradients alone is
      * 2S >= 2 * 55885/4 = 27 KiB and of its fp32 masters 4S >= 54 KiB. */
     enum { HEAP_SLACK = 96 * 1024 };
-    unsigned long long heap = report_value(report, rank, "heap_growth");
-    unsigned long long held = report_value(report, rank, "ledger_growth");
+    unsigned long long heap = harness_report_value(report, rank, "heap_growth");
+    unsigned long long held =
+        harness_report_value(report, rank, "ledger_growth");
     /* Where the kernel measures the rank from outside (expect_outside),
      * that decides; elsewhere the allocator's count, in the process. */
     if (!harness_outside_measures() && heap > held + HEAP_SLACK)
@@ -1444,8 +1437,8 @@ static void expect_traffic(const char *report, const training_reference *ref,
     size_t begin, end;
     training_block_of(ref->total, ranks, rank, &begin, &end);
     const unsigned long long want = 2ull * (end - begin) * (unsigned)steps;
-    unsigned long long down = report_value(report, rank, "to_host");
-    unsigned long long up = report_value(report, rank, "to_device");
+    unsigned long long down = harness_report_value(report, rank, "to_host");
+    unsigned long long up = harness_report_value(report, rank, "to_device");
     /* Fewer bytes than the slice: a part left behind, most often a count
      * of elements where the copy takes bytes. */
     /* The bytes missing up are the bytes too many down: a copy meant to
@@ -1528,12 +1521,12 @@ static const char *const todo_hint =
 static void expect_copies_up_overlap(const char *report, int rank,
                                      long steps, const char *what)
 {
-    unsigned long long copies = report_value(report, rank,
-                                             "copies_to_device");
-    unsigned long long at_once = report_value(
-        report, rank, "copies_to_device_waited_at_once");
-    unsigned long long threads = report_value(report, rank,
-                                              "threads_copying_to_device");
+    unsigned long long copies =
+        harness_report_value(report, rank, "copies_to_device");
+    unsigned long long at_once =
+        harness_report_value(report, rank, "copies_to_device_waited_at_once");
+    unsigned long long threads =
+        harness_report_value(report, rank, "threads_copying_to_device");
     ck_assert_msg(at_once <= (unsigned long long)steps * threads + copies / 4,
                   "%s: rank %d waited for %llu of its %llu copies up at "
                   "once, each by the thread that started it before that "
@@ -1558,9 +1551,10 @@ static void expect_copies_up_overlap(const char *report, int rank,
 static void expect_copies_down_overlap(const char *report, int rank,
                                        long steps, const char *what)
 {
-    unsigned long long copies = report_value(report, rank, "copies_to_host");
-    unsigned long long at_once = report_value(
-        report, rank, "copies_to_host_waited_at_once");
+    unsigned long long copies =
+        harness_report_value(report, rank, "copies_to_host");
+    unsigned long long at_once =
+        harness_report_value(report, rank, "copies_to_host_waited_at_once");
     ck_assert_msg(at_once <= (unsigned long long)steps + copies / 4,
                   "%s: rank %d waited for %llu of its %llu copies down at "
                   "once, each in the very call of offload_backward_done that "
@@ -1585,8 +1579,8 @@ static void expect_copies_up_by_tile(const char *report, int rank,
                                      const char *what)
 {
     const unsigned long long tile_bytes = CPU_ADAM_TILE * sizeof(bf16);
-    unsigned long long largest = report_value(report, rank,
-                                              "largest_copy_to_device");
+    unsigned long long largest =
+        harness_report_value(report, rank, "largest_copy_to_device");
     ck_assert_msg(largest <= tile_bytes, "%s: rank %d copied %llu bytes up "
                   "in one copy, more than one tile's parameters "
                   "(CPU_ADAM_TILE x 2 bytes = %llu): the slice went up after "
@@ -1663,8 +1657,8 @@ static void expect_lesson06_right(int ranks, const char *what)
         }
         for (int rank = 0; rank < ranks && problem[0] == '\0'; rank++) {
             char *report = harness_read_report(out, rank);
-            unsigned long long buckets = report_value(report, rank,
-                                                      "peak buckets");
+            unsigned long long buckets =
+                harness_report_value(report, rank, "peak buckets");
             if (buckets > 2 * largest)
                 snprintf(problem, sizeof problem, "%s: rank %d's gradient "
                          "buckets peaked at %llu bytes, where stage 2 holds "
@@ -1885,8 +1879,8 @@ START_TEST(offload_fits_a_small_device_and_learns)
                            "little more");
     run_result_free(&r);
     char *report = harness_read_report(out, 0);
-    unsigned long long activations = report_value(report, 0,
-                                                  "peak activations");
+    unsigned long long activations =
+        harness_report_value(report, 0, "peak activations");
     ck_assert_msg(16ull * BIG_PSI + activations > SMALL_DEVICE &&
                   4ull * BIG_PSI + activations <= SMALL_DEVICE, "the test's "
                   "premise: 16Ψ + activations (%llu) exceeds the device, "
@@ -1894,10 +1888,11 @@ START_TEST(offload_fits_a_small_device_and_learns)
                   activations, 4ull * BIG_PSI + activations);
     expect_copies_up_overlap(report, 0, big_run.steps, "offload on a small "
                              "device");
-    unsigned long long peak = report_value(report, 0, "peak device_total");
+    unsigned long long peak =
+        harness_report_value(report, 0, "peak device_total");
     ck_assert_msg(peak <= SMALL_DEVICE, "the device held %llu bytes, over "
                   "its %d", peak, SMALL_DEVICE);
-    unsigned long long ppm = report_value(report, 0, "accuracy_ppm");
+    unsigned long long ppm = harness_report_value(report, 0, "accuracy_ppm");
     if (ppm < 750000)
         expect_lesson06_right(1, "offload on a small device");
     ck_assert_msg(ppm >= 750000, "offload on a small device: held-out "

@@ -677,15 +677,6 @@ static run_result run_tp(int ranks, int t, int mode, const run_shape *shape,
                         timeout_s);
 }
 
-static unsigned long long report_value(const char *report, int rank,
-                                       const char *key)
-{
-    unsigned long long value;
-    ck_assert_msg(harness_report_values(report, key, &value, 1) == 1,
-                  "rank %d's report has no \"%s\" line", rank, key);
-    return value;
-}
-
 static const char *const split_names[] = { "split by rows (column)",
                                            "split by columns (row)",
                                            "whole" };
@@ -993,8 +984,8 @@ static void expect_weights(const char *out, int ranks, int t, int mode,
         /* Rank 0's held-out accuracy (train.h: the count its classify
          * returned over the held-out samples, in parts per million). */
         char *report = harness_read_report(out, 0);
-        const long long got = (long long)report_value(report, 0,
-                                                      "accuracy_ppm");
+        const long long got =
+            (long long)harness_report_value(report, 0, "accuracy_ppm");
         free(report);
         /* 10 classes after 3 steps get none of the 8 right; the run of
          * 3 classes gets 3, which a count never set (0) would miss. */
@@ -1195,8 +1186,8 @@ static void expect_traffic(const char *report, int rank, int t, int mode,
     /* On one rank a sum over the ranks is no sum at all: a program may
      * skip the call, and nothing is sent either way. */
     if (t > 1) {
-        unsigned long long issued = report_value(report, rank,
-                                                 "collectives");
+        unsigned long long issued =
+            harness_report_value(report, rank, "collectives");
         for (int k = 0; k < n || k < (int)issued; k++) {
             char key[32];
             unsigned long long v[3] = { 0, 0, 0 };
@@ -1261,7 +1252,7 @@ static void expect_traffic(const char *report, int rank, int t, int mode,
     static const char *const keys[] = { NULL, "sent_forward", "sent_loss",
                                         "sent_backward", "sent_update" };
     for (int p = PHASE_FORWARD; p <= PHASE_UPDATE; p++) {
-        unsigned long long got = report_value(report, rank, keys[p]);
+        unsigned long long got = harness_report_value(report, rank, keys[p]);
         unsigned long long expected = want[p] * (unsigned long long)
                                                      shape->steps;
         ck_assert_msg(got == expected, "%s, rank %d: %s sent %llu bytes "
@@ -1323,7 +1314,8 @@ static void expect_memory(const char *report, int rank, int t, int mode,
     } state[] = { { "peak parameters", 1 }, { "peak gradients", 1 },
                   { "peak optimizer", 2 } };
     for (int k = 0; k < 3; k++) {
-        unsigned long long got = report_value(report, rank, state[k].key);
+        unsigned long long got =
+            harness_report_value(report, rank, state[k].key);
         ck_assert_msg(got == state[k].times * held, "%s, rank %d: %s "
                       "peaked at %llu bytes; this rank's parts hold %zu "
                       "floats, so %llu bytes%s. Hint: TODO 1-3: "
@@ -1334,8 +1326,8 @@ static void expect_memory(const char *report, int rank, int t, int mode,
                       got == 0 ? " (0: allocated without ledger_alloc?)"
                                : "");
     }
-    unsigned long long activations = report_value(report, rank,
-                                                  "peak activations");
+    unsigned long long activations =
+        harness_report_value(report, rank, "peak activations");
     unsigned long long want = 4ull * activation_floats(&g, r,
                                                        (size_t)shape->batch);
     ck_assert_msg(activations == want, "%s, rank %d: activations peaked at "
@@ -1352,8 +1344,9 @@ static void expect_memory(const char *report, int rank, int t, int mode,
                                          : "");
     if (harness_outside_measures())
         return;
-    unsigned long long heap = report_value(report, rank, "heap_growth");
-    unsigned long long ledger = report_value(report, rank, "ledger_growth");
+    unsigned long long heap = harness_report_value(report, rank, "heap_growth");
+    unsigned long long ledger =
+        harness_report_value(report, rank, "ledger_growth");
     ck_assert_msg(heap <= ledger + HEAP_SLACK, "%s, rank %d: the process's "
                   "allocator held %llu bytes more than before the state "
                   "was allocated, the memory ledger only %llu: memory "
@@ -1582,17 +1575,8 @@ static void expect_nothing_kept(int mode, const char *hint)
 
 START_TEST(learns_the_task)
 {
-    char out[HARNESS_PATH];
-    harness_out_dir(out);
-    const char *flags[] = { "--steps", "150", "--out", out, NULL };
-    run_result r = harness_run_mpi(LESSON, "train_tp", 2, (char **)flags,
-                                   NULL, 40);
-    harness_expect_success(&r, "train_tp on 2 ranks, 150 steps");
-    run_result_free(&r);
-    char *report = harness_read_report(out, 0);
-    double accuracy = report_value(report, 0, "accuracy_ppm") / 1e6;
-    free(report);
-    harness_remove_out_dir(out);
+    const double accuracy = training_accuracy_after(
+        LESSON, "train_tp", 2, 150, "train_tp on 2 ranks, 150 steps");
     /* 1 and 2 ranks both reach 0.8208 in 150 steps of the default run
      * (the same model: the weights tests above hold it to the bit of the
      * lesson's algorithm; another C library's expf and log may move the

@@ -184,15 +184,6 @@ typedef struct {
  * held out. */
 static const run_shape test_model = { 7, 37, 3, 8, 40, 8, 1e-3, 0.1 };
 
-static unsigned long long report_value(const char *report, int rank,
-                                       const char *key)
-{
-    unsigned long long value;
-    ck_assert_msg(harness_report_values(report, key, &value, 1) == 1,
-                  "rank %d's report has no \"%s\" line", rank, key);
-    return value;
-}
-
 /* One rank, the whole model on the whole batch: mlp_step and AdamW, each
  * step on samples (step B + k) mod n (train_shard_interleaved with one
  * shard). The final parameters into *params (malloc'd). */
@@ -247,6 +238,19 @@ static size_t offset_of(int l, const run_shape *shape)
     return offset;
 }
 
+/* The parameters rank `rank` holds: its chunks' stages' layers, by the
+ * stage boundaries `bounds`. */
+static size_t held_by(int rank, const pipeline_run *run,
+                      const run_shape *shape, const int *bounds)
+{
+    size_t held = 0;
+    for (int c = 0; c < run->v; c++) {
+        const int s = c * run->p + rank;
+        held += offset_of(bounds[s + 1], shape) - offset_of(bounds[s], shape);
+    }
+    return held;
+}
+
 /* Every rank's chunks' layers as the lesson's rule gives them. */
 static void expect_layout(const char *report, int rank, const pipeline_run *run,
                           const run_shape *shape, const int *bounds,
@@ -274,11 +278,7 @@ static void expect_weights(const char *out, int rank, const pipeline_run *run,
                            const run_shape *shape, const int *bounds,
                            const float *whole, const char *what)
 {
-    size_t total = 0;
-    for (int c = 0; c < run->v; c++) {
-        const int s = c * run->p + rank;
-        total += offset_of(bounds[s + 1], shape) - offset_of(bounds[s], shape);
-    }
+    const size_t total = held_by(rank, run, shape, bounds);
     double *got = malloc((total ? total : 1) * sizeof *got);
     ck_assert(got != NULL);
     harness_read_doubles(out, "params", rank, got, total);
@@ -318,8 +318,8 @@ static void expect_schedule(const char *report, int rank,
     operation want[4 * MOST_CHUNKS * MOST_MICRO + MOST_CHUNKS];
     const size_t n = expected_operations(run->kind, run->p, run->m, run->v,
                                          rank, want);
-    const unsigned long long got_count = report_value(report, rank,
-                                                      "operations");
+    const unsigned long long got_count =
+        harness_report_value(report, rank, "operations");
     for (size_t k = 0; k < n && k < got_count; k++) {
         char key[32];
         unsigned long long got[3];
@@ -396,20 +396,18 @@ static void expect_memory(const char *report, int rank,
                           const pipeline_run *run, const run_shape *shape,
                           const int *bounds, const char *what)
 {
-    size_t held = 0;
-    for (int c = 0; c < run->v; c++) {
-        const int s = c * run->p + rank;
-        held += offset_of(bounds[s + 1], shape) - offset_of(bounds[s], shape);
-    }
-    ck_assert_uint_eq(report_value(report, rank, "peak parameters"),
+    const size_t held = held_by(rank, run, shape, bounds);
+    ck_assert_uint_eq(harness_report_value(report, rank, "peak parameters"),
                       4 * held);
-    ck_assert_uint_eq(report_value(report, rank, "peak gradients"), 4 * held);
-    ck_assert_uint_eq(report_value(report, rank, "peak optimizer"), 8 * held);
+    ck_assert_uint_eq(harness_report_value(report, rank, "peak gradients"),
+                      4 * held);
+    ck_assert_uint_eq(harness_report_value(report, rank, "peak optimizer"),
+                      8 * held);
     int in_flight = 0;
     const unsigned long long want = expected_activations(run, rank, shape,
                                                          bounds, &in_flight);
-    const unsigned long long got = report_value(report, rank,
-                                                "peak activations");
+    const unsigned long long got =
+        harness_report_value(report, rank, "peak activations");
     ck_assert_msg(got == want, "%s: rank %d's activations peaked at %llu "
                   "bytes; with the %s schedule's %d micro-batch%s in flight "
                   "at most on this stage, the lesson's algorithm holds %llu. "
@@ -440,9 +438,10 @@ static void expect_messages(const char *report, int rank,
                                      (unsigned long long)(shape->batch /
                                                           run->m) *
                                      (unsigned long long)shape->width;
-    const unsigned long long got = report_value(report, rank, "step0_sends");
-    const unsigned long long got_bytes = report_value(report, rank,
-                                                      "step0_sent_bytes");
+    const unsigned long long got =
+        harness_report_value(report, rank, "step0_sends");
+    const unsigned long long got_bytes =
+        harness_report_value(report, rank, "step0_sent_bytes");
     ck_assert_msg(got == sends && got_bytes == bytes, "%s: rank %d sent %llu "
                   "messages of %llu bytes in all in the first step; its "
                   "chunks' stages send %llu, a micro-batch's activations "
@@ -450,11 +449,13 @@ static void expect_messages(const char *report, int rank,
                   "Hint: TODO 3: one message a micro-batch a direction, of "
                   "the micro-batch's rows only", what, rank, got, got_bytes,
                   sends, shape->batch / run->m, shape->width, bytes);
-    ck_assert_msg(report_value(report, rank, "requests_open_after_step0") ==
-                  0, "%s: rank %d left requests open at the end of the first "
-                  "step. Hint: TODO 3: wait for every send (its request) "
-                  "before its buffer is used again, and the gradients' in "
-                  "pp_update", what, rank);
+    ck_assert_msg(
+        harness_report_value(report, rank, "requests_open_after_step0") == 0,
+        "%s: rank %d left requests open at the end of the first "
+        "step. Hint: TODO 3: wait for every send (its request) "
+        "before its buffer is used again, and the gradients' in "
+        "pp_update",
+        what, rank);
 }
 
 /* The bubble of the recorded order on the virtual clock: the formula's. */
@@ -469,8 +470,8 @@ static void expect_bubble(const run_result *r, const char *out,
     size_t counts[MOST_RANKS];
     for (int rank = 0; rank < run->p; rank++) {
         char *report = harness_read_report(out, rank);
-        const unsigned long long total = report_value(report, rank,
-                                                      "operations");
+        const unsigned long long total =
+            harness_report_value(report, rank, "operations");
         counts[rank] = 0;
         for (unsigned long long k = 0; k < total; k++) {
             char key[32];
@@ -639,17 +640,8 @@ END_TEST
 
 START_TEST(learns_the_task)
 {
-    char out[HARNESS_PATH];
-    harness_out_dir(out);
-    const char *flags[] = { "--steps", "150", "--out", out, NULL };
-    run_result r = harness_run_mpi(LESSON, "train_pp", 2, (char **)flags,
-                                   NULL, 40);
-    harness_expect_success(&r, "train_pp on 2 stages, 150 steps");
-    run_result_free(&r);
-    char *report = harness_read_report(out, 0);
-    double accuracy = report_value(report, 0, "accuracy_ppm") / 1e6;
-    free(report);
-    harness_remove_out_dir(out);
+    const double accuracy = training_accuracy_after(
+        LESSON, "train_pp", 2, 150, "train_pp on 2 stages, 150 steps");
     /* 1, 2 and 4 stages reach the same accuracy (the same model, bitwise:
      * the weights tests above); 0.75 fails a run that does not learn
      * (chance is 0.10), and no honest one. */

@@ -1501,6 +1501,15 @@ int harness_report_values(const char *report, const char *key,
     return 0;
 }
 
+unsigned long long harness_report_value(const char *report, int rank,
+                                        const char *key)
+{
+    unsigned long long value = 0;
+    ck_assert_msg(harness_report_values(report, key, &value, 1) == 1,
+                  "rank %d's report has no \"%s\" line", rank, key);
+    return value;
+}
+
 void harness_read_doubles(const char *dir, const char *name, int rank,
                           double *values, size_t count)
 {

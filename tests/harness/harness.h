@@ -357,6 +357,11 @@ char *harness_read_report(const char *dir, int rank);
 int harness_report_values(const char *report, const char *key,
                           unsigned long long *values, int count);
 
+/* The first number after "KEY" in rank `rank`'s report; the test fails,
+ * naming the rank and the key, when there is none. */
+unsigned long long harness_report_value(const char *report, int rank,
+                                        const char *key);
+
 /* DIR/NAME-rank-RANK.bin, which must hold exactly `count` doubles, into
  * `values`; fails the test otherwise. */
 void harness_read_doubles(const char *dir, const char *name, int rank,

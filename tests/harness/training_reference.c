@@ -194,6 +194,25 @@ void training_expect_nothing_kept(const char *lesson, const char *program,
 #endif
 }
 
+double training_accuracy_after(const char *lesson, const char *program,
+                               int ranks, int steps, const char *what)
+{
+    char out[HARNESS_PATH], steps_text[24];
+    harness_out_dir(out);
+    snprintf(steps_text, sizeof steps_text, "%d", steps);
+    const char *flags[] = { "--steps", steps_text, "--out", out, NULL };
+    run_result r = harness_run_mpi(lesson, program, ranks, (char **)flags,
+                                   NULL, 40);
+    harness_expect_success(&r, what);
+    run_result_free(&r);
+    char *report = harness_read_report(out, 0);
+    const double accuracy =
+        harness_report_value(report, 0, "accuracy_ppm") / 1e6;
+    free(report);
+    harness_remove_out_dir(out);
+    return accuracy;
+}
+
 size_t training_pipeline_order(training_schedule kind, int p, int m, int v,
                                int r, pipeline_op *ops)
 {

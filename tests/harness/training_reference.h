@@ -73,14 +73,20 @@ run_result training_run(const char *lesson, const char *program, int ranks,
  * longer run. A step that keeps something it allocates holds 280 times
  * that much more; correct programs of lessons 08 and 09 differed by at
  * most 12 KiB, either way (Open MPI's own lists and the allocator's
- * pages), so a leak of 240 bytes a step (65 KiB) is caught. Does nothing
- * where runs are not measured outside, under the sanitizers, which hold
- * freed memory back, built with clang (a correct run grew 120 KiB there)
- * or with MPICH: it runs in the gcc build with Open MPI, make test's. */
+ * pages; the heap's free pages are given back before the mark), so a
+ * leak of 240 bytes a step (65 KiB) is caught. Does nothing where runs
+ * are not measured outside, or under the sanitizers, which hold freed
+ * memory back. */
 void training_expect_nothing_kept(const char *lesson, const char *program,
                                   int ranks, const run_shape *shape,
                                   const char *const *extra, const char *what,
                                   const char *hint);
+
+/* Rank 0's held-out accuracy (its report's accuracy_ppm) after PROGRAM
+ * of LESSON ran `steps` steps of its default task on `ranks` ranks; the
+ * test fails, naming `what`, if the run does. */
+double training_accuracy_after(const char *lesson, const char *program,
+                               int ranks, int steps, const char *what);
 
 /* Lesson 09's schedules, from their definitions: rank r's forwards and
  * backwards of one step on p ranks, m micro-batches, v chunks, into ops
