@@ -1028,6 +1028,34 @@ static uint64_t message_to(call_kind kind, int dest, MPI_Comm comm,
     return type_bytes(type, count);
 }
 
+/* After enter: the call this rank is inside, for the steps file, with its
+ * peer and tag ("MPI_Recv from rank 1, tag 5"), so that a deadlock's
+ * report says which message each rank waited for. `way` is "to" or
+ * "from"; a rank of another communicator than MPI_COMM_WORLD is said to
+ * be one of its communicator's. */
+static void say_peer(call_kind kind, const char *way, int peer, int tag,
+                     MPI_Comm comm)
+{
+    if (peer == MPI_PROC_NULL)
+        return;
+    int same = MPI_UNEQUAL;
+    PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
+    char rank[48], tag_text[32], text[STEPS_FIELD];
+    if (peer == MPI_ANY_SOURCE)
+        snprintf(rank, sizeof rank, "any rank");
+    else
+        snprintf(rank, sizeof rank, "rank %d%s", peer,
+                 same == MPI_IDENT || same == MPI_CONGRUENT
+                     ? "" : " of its communicator");
+    if (tag == MPI_ANY_TAG)
+        snprintf(tag_text, sizeof tag_text, "any tag");
+    else
+        snprintf(tag_text, sizeof tag_text, "tag %d", tag);
+    snprintf(text, sizeof text, "%s %s %s, %s", ledger[kind].name, way, rank,
+             tag_text);
+    steps_in_call(text);
+}
+
 static void count_send(call_kind kind, MPI_Datatype type, int count, int dest,
                        MPI_Comm comm)
 {
@@ -1110,6 +1138,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
              MPI_Comm comm)
 {
     count_send(CALL_Send, type, count, dest, comm);
+    say_peer(CALL_Send, "to", dest, tag, comm);
     return leave(synchronous_sends
                      ? PMPI_Ssend(buf, count, type, dest, tag, comm)
                      : PMPI_Send(buf, count, type, dest, tag, comm));
@@ -1119,6 +1148,7 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm)
 {
     count_send(CALL_Ssend, type, count, dest, comm);
+    say_peer(CALL_Ssend, "to", dest, tag, comm);
     return leave(PMPI_Ssend(buf, count, type, dest, tag, comm));
 }
 
@@ -1126,6 +1156,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm)
 {
     count_send(CALL_Bsend, type, count, dest, comm);
+    say_peer(CALL_Bsend, "to", dest, tag, comm);
     return leave(PMPI_Bsend(buf, count, type, dest, tag, comm));
 }
 
@@ -1133,6 +1164,7 @@ int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm)
 {
     count_send(CALL_Rsend, type, count, dest, comm);
+    say_peer(CALL_Rsend, "to", dest, tag, comm);
     return leave(PMPI_Rsend(buf, count, type, dest, tag, comm));
 }
 
@@ -1190,6 +1222,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
     MPI_Status local;
     MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
     enter(CALL_Recv, 0, 0);
+    say_peer(CALL_Recv, "from", source, tag, comm);
     int result = PMPI_Recv(buf, count, type, source, tag, comm, used);
     int arrived = 0;
     if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
