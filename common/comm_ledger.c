@@ -103,17 +103,74 @@ static uint64_t entered_received;
 
 static void check_frames(uintptr_t live_from);
 
+/* The counts again by communicator, under its name (MPI_Comm_set_name;
+ * MPI_COMM_WORLD's is "MPI_COMM_WORLD", one never named "", each as it
+ * was named when the call was made): up to COMMS_NAMED names, the calls
+ * on any further names counted under the last. The Wait and Test forms,
+ * which name no communicator, are not counted here. */
+enum { COMMS_NAMED = 16 };
+static struct {
+    char name[MPI_MAX_OBJECT_NAME];
+    comm_counts counts;
+} named[COMMS_NAMED];
+static int named_count;
+
+/* The counts of `comm`'s name, found or added; NULL for MPI_COMM_NULL. */
+static comm_counts *counts_on(MPI_Comm comm)
+{
+    char name[MPI_MAX_OBJECT_NAME] = "";
+    int length = 0;
+    if (comm == MPI_COMM_NULL ||
+        PMPI_Comm_get_name(comm, name, &length) != MPI_SUCCESS)
+        return NULL;
+    for (int k = 0; k < named_count; k++)
+        if (strcmp(named[k].name, name) == 0)
+            return &named[k].counts;
+    if (named_count == COMMS_NAMED)
+        return &named[COMMS_NAMED - 1].counts;
+    memcpy(named[named_count].name, name, sizeof name);
+    named[named_count].counts = (comm_counts){ 0 };
+    return &named[named_count++].counts;
+}
+
+/* Bytes a call counted when it started turned out to receive, added once
+ * it knows (a receive's message may be shorter than its buffer). */
+static void add_received(call_kind kind, MPI_Comm comm, uint64_t bytes)
+{
+    ledger[kind].counts.bytes_received += bytes;
+    comm_counts *on = counts_on(comm);
+    if (on != NULL)
+        on->bytes_received += bytes;
+}
+
 /* Counts a call and marks it as the one this rank is inside. MPI reads
  * and writes the buffers it is given, which may be a cpu device's memory
  * (lesson 07's collectives run on it): the device's memory is open to it
  * until the call returns (device.h). */
-static void enter(call_kind kind, uint64_t sent, uint64_t received)
+static void count_on(MPI_Comm comm, uint64_t sent, uint64_t received)
+{
+    comm_counts *on = counts_on(comm);
+    if (on != NULL) {
+        on->calls++;
+        on->bytes_sent += sent;
+        on->bytes_received += received;
+    }
+}
+
+/* enter, and the count_ helpers that call it, are inlined always: the
+ * stack address enter takes must be the MPI function's own frame's top
+ * (its caller's stack pointer), whatever the optimiser would decide. */
+#define ALWAYS_INLINE __attribute__((always_inline)) inline
+
+static ALWAYS_INLINE void enter(call_kind kind, uint64_t sent,
+                                uint64_t received, MPI_Comm comm)
 {
     device_access_begin();
     entered_received = received;
     ledger[kind].counts.calls++;
     ledger[kind].counts.bytes_sent += sent;
     ledger[kind].counts.bytes_received += received;
+    count_on(comm, sent, received);
     steps_in_call(ledger[kind].name);
     if (depth++ == 0) {
         /* A stack pointer of this call's own frames: the code that
@@ -1025,6 +1082,9 @@ static uint64_t message_to(call_kind kind, int dest, MPI_Comm comm,
     if (!crosses(dest, comm))
         return 0;
     ledger[kind].counts.messages++;
+    comm_counts *on = counts_on(comm);
+    if (on != NULL)
+        on->messages++;
     return type_bytes(type, count);
 }
 
@@ -1056,55 +1116,58 @@ static void say_peer(call_kind kind, const char *way, int peer, int tag,
     steps_in_call(text);
 }
 
-static void count_send(call_kind kind, MPI_Datatype type, int count, int dest,
-                       MPI_Comm comm)
+static ALWAYS_INLINE void count_send(call_kind kind, MPI_Datatype type,
+                                     int count, int dest, MPI_Comm comm)
 {
-    enter(kind, message_to(kind, dest, comm, type, count), 0);
+    enter(kind, message_to(kind, dest, comm, type, count), 0, comm);
 }
 
-static void count_bcast(call_kind kind, MPI_Datatype type, int count,
-                        int root, MPI_Comm comm)
+static ALWAYS_INLINE void count_bcast(call_kind kind, MPI_Datatype type,
+                                      int count, int root, MPI_Comm comm)
 {
     uint64_t bytes = type_bytes(type, count);
     if (comm_rank(comm) == root)
-        enter(kind, (uint64_t)(comm_size(comm) - 1) * bytes, 0);
+        enter(kind, (uint64_t)(comm_size(comm) - 1) * bytes, 0, comm);
     else
-        enter(kind, 0, bytes);
+        enter(kind, 0, bytes, comm);
 }
 
-static void count_gather(call_kind kind, uint64_t own, uint64_t from_others,
-                         int root, MPI_Comm comm)
+static ALWAYS_INLINE void count_gather(call_kind kind, uint64_t own,
+                                       uint64_t from_others, int root,
+                                       MPI_Comm comm)
 {
     if (comm_rank(comm) == root)
-        enter(kind, 0, from_others);
+        enter(kind, 0, from_others, comm);
     else
-        enter(kind, own, 0);
+        enter(kind, own, 0, comm);
 }
 
-static void count_scatter(call_kind kind, uint64_t to_others, uint64_t own,
-                          int root, MPI_Comm comm)
+static ALWAYS_INLINE void count_scatter(call_kind kind, uint64_t to_others,
+                                        uint64_t own, int root, MPI_Comm comm)
 {
     if (comm_rank(comm) == root)
-        enter(kind, to_others, 0);
+        enter(kind, to_others, 0, comm);
     else
-        enter(kind, 0, own);
+        enter(kind, 0, own, comm);
 }
 
-static void count_allgatherv(call_kind kind, const int recvcounts[],
-                             MPI_Datatype recvtype, MPI_Comm comm)
+static ALWAYS_INLINE void count_allgatherv(call_kind kind,
+                                           const int recvcounts[],
+                                           MPI_Datatype recvtype, MPI_Comm comm)
 {
     int size = comm_size(comm), me = comm_rank(comm);
     /* With MPI_IN_PLACE the own part is already in recvbuf. */
     enter(kind, (uint64_t)(size - 1) * type_bytes(recvtype, recvcounts[me]),
-          others(recvcounts, size, me, recvtype));
+          others(recvcounts, size, me, recvtype), comm);
 }
 
-static void count_reduce_scatter(call_kind kind, const int recvcounts[],
-                                 MPI_Datatype type, MPI_Comm comm)
+static ALWAYS_INLINE void count_reduce_scatter(call_kind kind,
+                                               const int recvcounts[],
+                                               MPI_Datatype type, MPI_Comm comm)
 {
     int size = comm_size(comm), me = comm_rank(comm);
     enter(kind, others(recvcounts, size, me, type),
-          (uint64_t)(size - 1) * type_bytes(type, recvcounts[me]));
+          (uint64_t)(size - 1) * type_bytes(type, recvcounts[me]), comm);
 }
 
 static uint64_t allreduce_volume(MPI_Datatype type, int count, MPI_Comm comm)
@@ -1114,13 +1177,13 @@ static uint64_t allreduce_volume(MPI_Datatype type, int count, MPI_Comm comm)
            (uint64_t)size;
 }
 
-static void count_alltoallv(call_kind kind, const int sendcounts[],
-                            MPI_Datatype sendtype, const int recvcounts[],
-                            MPI_Datatype recvtype, MPI_Comm comm)
+static ALWAYS_INLINE void
+count_alltoallv(call_kind kind, const int sendcounts[], MPI_Datatype sendtype,
+                const int recvcounts[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     int size = comm_size(comm), me = comm_rank(comm);
     enter(kind, others(sendcounts, size, me, sendtype),
-          others(recvcounts, size, me, recvtype));
+          others(recvcounts, size, me, recvtype), comm);
 }
 
 /* ---- point to point ---- */
@@ -1221,21 +1284,22 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
 {
     MPI_Status local;
     MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
-    enter(CALL_Recv, 0, 0);
+    enter(CALL_Recv, 0, 0, comm);
     say_peer(CALL_Recv, "from", source, tag, comm);
     int result = PMPI_Recv(buf, count, type, source, tag, comm, used);
     int arrived = 0;
     if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
         crosses(used->MPI_SOURCE, comm) &&
         PMPI_Get_count(used, type, &arrived) == MPI_SUCCESS)
-        ledger[CALL_Recv].counts.bytes_received += type_bytes(type, arrived);
+        add_received(CALL_Recv, comm, type_bytes(type, arrived));
     return leave(result);
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
-    enter(CALL_Irecv, 0, crosses(source, comm) ? type_bytes(type, count) : 0);
+    enter(CALL_Irecv, 0, crosses(source, comm) ? type_bytes(type, count) : 0,
+          comm);
     keep_stacked(NULL, buf);
     void *into = stage_receive(buf, count, type, source, tag, comm);
     return opened(CALL_Irecv,
@@ -1288,7 +1352,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     MPI_Status local;
     MPI_Status *used = status == MPI_STATUS_IGNORE ? &local : status;
     enter(CALL_Sendrecv,
-          message_to(CALL_Sendrecv, dest, comm, sendtype, sendcount), 0);
+          message_to(CALL_Sendrecv, dest, comm, sendtype, sendcount), 0, comm);
     int result = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
                                recvbuf, recvcount, recvtype, source, recvtag,
                                comm, used);
@@ -1296,8 +1360,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (result == MPI_SUCCESS && source != MPI_PROC_NULL &&
         crosses(used->MPI_SOURCE, comm) &&
         PMPI_Get_count(used, recvtype, &arrived) == MPI_SUCCESS)
-        ledger[CALL_Sendrecv].counts.bytes_received +=
-            type_bytes(recvtype, arrived);
+        add_received(CALL_Sendrecv, comm, type_bytes(recvtype, arrived));
     return leave(result);
 }
 
@@ -1307,7 +1370,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
 {
     enter(CALL_Sendrecv_replace,
           message_to(CALL_Sendrecv_replace, dest, comm, type, count),
-          crosses(source, comm) ? type_bytes(type, count) : 0);
+          crosses(source, comm) ? type_bytes(type, count) : 0, comm);
     return leave(PMPI_Sendrecv_replace(buf, count, type, dest, sendtag,
                                        source, recvtag, comm, status));
 }
@@ -1322,7 +1385,7 @@ int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    recvcount, recvtype);
     enter(CALL_Isendrecv,
           message_to(CALL_Isendrecv, dest, comm, sendtype, sendcount),
-          crosses(source, comm) ? type_bytes(recvtype, recvcount) : 0);
+          crosses(source, comm) ? type_bytes(recvtype, recvcount) : 0, comm);
     keep_send_buffer(sendbuf, sendcount, sendtype);
     keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Isendrecv,
@@ -1338,7 +1401,7 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
 {
     enter(CALL_Isendrecv_replace,
           message_to(CALL_Isendrecv_replace, dest, comm, type, count),
-          crosses(source, comm) ? type_bytes(type, count) : 0);
+          crosses(source, comm) ? type_bytes(type, count) : 0, comm);
     keep_stacked(NULL, buf);
     return opened(CALL_Isendrecv_replace,
                   PMPI_Isendrecv_replace(buf, count, type, dest, sendtag,
@@ -1351,7 +1414,7 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    enter(CALL_Wait, 0, 0);
+    enter(CALL_Wait, 0, 0, MPI_COMM_NULL);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(1, request, small);
     int result = PMPI_Wait(request, status);
@@ -1362,7 +1425,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
-    enter(CALL_Waitall, 0, 0);
+    enter(CALL_Waitall, 0, 0, MPI_COMM_NULL);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Waitall(count, requests, statuses);
@@ -1399,7 +1462,7 @@ static int last_completed(int count, MPI_Request requests[], int *index,
 int MPI_Waitany(int count, MPI_Request requests[], int *index,
                 MPI_Status *status)
 {
-    enter(CALL_Waitany, 0, 0);
+    enter(CALL_Waitany, 0, 0, MPI_COMM_NULL);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int done = 0;
@@ -1414,7 +1477,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index,
 int MPI_Waitsome(int count, MPI_Request requests[], int *done,
                  int indices[], MPI_Status statuses[])
 {
-    enter(CALL_Waitsome, 0, 0);
+    enter(CALL_Waitsome, 0, 0, MPI_COMM_NULL);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Waitsome(count, requests, done, indices, statuses);
@@ -1450,7 +1513,7 @@ static bool defer_first_test(int count, const MPI_Request requests[])
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    enter(CALL_Test, 0, 0);
+    enter(CALL_Test, 0, 0, MPI_COMM_NULL);
     if (request != NULL && flag != NULL && defer_first_test(1, request)) {
         *flag = 0;
         return leave(MPI_SUCCESS);
@@ -1466,7 +1529,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 int MPI_Testall(int count, MPI_Request requests[], int *flag,
                 MPI_Status statuses[])
 {
-    enter(CALL_Testall, 0, 0);
+    enter(CALL_Testall, 0, 0, MPI_COMM_NULL);
     if (flag != NULL && count > 0 && defer_first_test(count, requests)) {
         *flag = 0;
         return leave(MPI_SUCCESS);
@@ -1482,7 +1545,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag,
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
                 MPI_Status *status)
 {
-    enter(CALL_Testany, 0, 0);
+    enter(CALL_Testany, 0, 0, MPI_COMM_NULL);
     if (flag != NULL && index != NULL && count > 0 &&
         defer_first_test(count, requests)) {
         *flag = 0;
@@ -1502,7 +1565,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
 int MPI_Testsome(int count, MPI_Request requests[], int *done,
                  int indices[], MPI_Status statuses[])
 {
-    enter(CALL_Testsome, 0, 0);
+    enter(CALL_Testsome, 0, 0, MPI_COMM_NULL);
     if (done != NULL && count > 0 && defer_first_test(count, requests)) {
         *done = 0;
         return leave(MPI_SUCCESS);
@@ -1573,7 +1636,7 @@ int MPI_Request_free(MPI_Request *request)
                 steps_current(), steps_current()[0] ? ")" : "");
         abort_after_message();
     }
-    enter(CALL_Request_free, 0, 0);
+    enter(CALL_Request_free, 0, 0, MPI_COMM_NULL);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(1, request, small);
     kept_arguments *kept = request != NULL ? staged(request) : NULL;
@@ -1612,7 +1675,7 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 /* A cancelled request must still be completed by a Wait or Test form. */
 int MPI_Cancel(MPI_Request *request)
 {
-    enter(CALL_Cancel, 0, 0);
+    enter(CALL_Cancel, 0, 0, MPI_COMM_NULL);
     return leave(PMPI_Cancel(request));
 }
 
@@ -1640,13 +1703,13 @@ int MPI_Finalize(void)
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    enter(CALL_Barrier, 0, 0);
+    enter(CALL_Barrier, 0, 0, comm);
     return leave(PMPI_Barrier(comm));
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    enter(CALL_Ibarrier, 0, 0);
+    enter(CALL_Ibarrier, 0, 0, comm);
     return opened(CALL_Ibarrier, PMPI_Ibarrier(comm, request), request);
 }
 
@@ -1793,7 +1856,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     uint64_t part = type_bytes(recvtype, recvcount);
     uint64_t peers = (uint64_t)(comm_size(comm) - 1);
-    enter(CALL_Allgather, peers * part, peers * part);
+    enter(CALL_Allgather, peers * part, peers * part, comm);
     return leave(PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf,
                                 recvcount, recvtype, comm));
 }
@@ -1804,7 +1867,7 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     uint64_t part = type_bytes(recvtype, recvcount);
     uint64_t peers = (uint64_t)(comm_size(comm) - 1);
-    enter(CALL_Iallgather, peers * part, peers * part);
+    enter(CALL_Iallgather, peers * part, peers * part, comm);
     keep_send_buffer(sendbuf, sendcount, sendtype);
     keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Iallgather,
@@ -1867,7 +1930,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
                   MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
     uint64_t volume = allreduce_volume(type, count, comm);
-    enter(CALL_Allreduce, volume, volume);
+    enter(CALL_Allreduce, volume, volume, comm);
     return leave(PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm));
 }
 
@@ -1876,7 +1939,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                    MPI_Request *request)
 {
     uint64_t volume = allreduce_volume(type, count, comm);
-    enter(CALL_Iallreduce, volume, volume);
+    enter(CALL_Iallreduce, volume, volume, comm);
     keep_send_buffer(sendbuf, count, type);
     keep_stacked(sendbuf, recvbuf);
     void *into = stage_result(recvbuf, count, type);
@@ -1920,7 +1983,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf,
 {
     uint64_t part = (uint64_t)(comm_size(comm) - 1) *
                     type_bytes(type, recvcount);
-    enter(CALL_Reduce_scatter_block, part, part);
+    enter(CALL_Reduce_scatter_block, part, part, comm);
     return leave(PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type,
                                            op, comm));
 }
@@ -1931,7 +1994,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
 {
     uint64_t part = (uint64_t)(comm_size(comm) - 1) *
                     type_bytes(type, recvcount);
-    enter(CALL_Ireduce_scatter_block, part, part);
+    enter(CALL_Ireduce_scatter_block, part, part, comm);
     keep_send_buffer(sendbuf, recvcount * comm_size(comm), type);
     keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Ireduce_scatter_block,
@@ -1946,7 +2009,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     uint64_t peers = (uint64_t)(comm_size(comm) - 1);
     enter(CALL_Alltoall, peers * type_bytes(sendtype, sendcount),
-          peers * type_bytes(recvtype, recvcount));
+          peers * type_bytes(recvtype, recvcount), comm);
     return leave(PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf,
                                recvcount, recvtype, comm));
 }
@@ -1957,7 +2020,7 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     uint64_t peers = (uint64_t)(comm_size(comm) - 1);
     enter(CALL_Ialltoall, peers * type_bytes(sendtype, sendcount),
-          peers * type_bytes(recvtype, recvcount));
+          peers * type_bytes(recvtype, recvcount), comm);
     keep_send_buffer(sendbuf, sendcount * comm_size(comm), sendtype);
     keep_stacked(sendbuf, recvbuf);
     return opened(CALL_Ialltoall,
@@ -2038,6 +2101,26 @@ void comm_ledger_reset(void)
         comm_counts zero = { 0 };
         ledger[k].counts = zero;
     }
+    named_count = 0;
+}
+
+comm_counts comm_ledger_on(const char *name)
+{
+    for (int k = 0; k < named_count; k++)
+        if (strcmp(named[k].name, name) == 0)
+            return named[k].counts;
+    return (comm_counts){ 0 };
+}
+
+void comm_ledger_write_by_comm(FILE *out)
+{
+    for (int k = 0; k < named_count; k++)
+        fprintf(out, "comm_on %s %llu %llu %llu %llu\n",
+                named[k].name[0] ? named[k].name : "(unnamed)",
+                (unsigned long long)named[k].counts.calls,
+                (unsigned long long)named[k].counts.messages,
+                (unsigned long long)named[k].counts.bytes_sent,
+                (unsigned long long)named[k].counts.bytes_received);
 }
 
 void comm_ledger_write(FILE *out)

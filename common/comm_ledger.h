@@ -111,6 +111,18 @@ comm_counts comm_ledger_of(const char *call);
 /* All calls added up: .seconds is the time this rank spent inside MPI. */
 comm_counts comm_ledger_total(void);
 
+/* The counts of the calls made on communicators named `name`
+ * (MPI_Comm_set_name; "MPI_COMM_WORLD"; "" for those never named), all
+ * calls added up; zeros for a name no call used. The Wait and Test forms
+ * name no communicator: their calls are not in it (the bytes of the
+ * requests they complete are, under the call that started them). */
+comm_counts comm_ledger_on(const char *name);
+
+/* One line "comm_on NAME CALLS MESSAGES SENT RECEIVED" a communicator's
+ * name ("(unnamed)" for ""), in the order first used. Lesson 10's report:
+ * the bytes on tp, pp and dp. */
+void comm_ledger_write_by_comm(FILE *out);
+
 /* Back to zero: a driver resets after its own set-up communication. The
  * open requests are not forgotten: a request stays open until completed. */
 void comm_ledger_reset(void);

@@ -61,6 +61,15 @@
  *                                 a correct program (MPICH gives both
  *                                 requests one handle), which must run to
  *                                 its end and print "shared RANK: ..."
+ *   ledger_probe --by-comm        the counts by communicator's name:
+ *                                 ranks 0 and 1 of a communicator named
+ *                                 "pair" (rank 2 alone in its own, also
+ *                                 "pair") send each other 5 floats with
+ *                                 MPI_Send and MPI_Recv; every rank
+ *                                 allreduces 12 doubles on MPI_COMM_WORLD
+ *                                 and calls MPI_Barrier on an unnamed
+ *                                 duplicate of it. Each rank prints its
+ *                                 comm_on lines, "RANK: " before each
  *   ledger_probe --hang           rank 0 waits for a message that never
  *                                 comes, inside a named step, so that the
  *                                 harness's deadlock report and clean-up
@@ -313,6 +322,50 @@ static void staged(int rank, int size)
         mpi_abort_exit("ledger_probe: cannot write its line");
 }
 
+/* --by-comm: a few calls on three communicators, then the counts by
+ * name, printed in one write. */
+static void by_comm(int rank)
+{
+    MPI_Comm pair, unnamed;
+    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &pair));
+    MPI_CHECK(MPI_Comm_set_name(pair, "pair"));
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &unnamed));
+    comm_ledger_reset();
+    float five[5] = { 1, 2, 3, 4, 5 };
+    if (rank == 0) {
+        MPI_CHECK(MPI_Send(five, 5, MPI_FLOAT, 1, 0, pair));
+        MPI_CHECK(MPI_Recv(five, 5, MPI_FLOAT, 1, 1, pair,
+                           MPI_STATUS_IGNORE));
+    } else if (rank == 1) {
+        MPI_CHECK(MPI_Recv(five, 5, MPI_FLOAT, 0, 0, pair,
+                           MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Send(five, 5, MPI_FLOAT, 0, 1, pair));
+    }
+    double sums[N] = { 0 };
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, N, MPI_DOUBLE, MPI_SUM,
+                            MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(unnamed));
+    char *text = NULL;
+    size_t length = 0;
+    FILE *lines = open_memstream(&text, &length);
+    if (lines == NULL)
+        mpi_abort_exit("ledger_probe: out of memory");
+    comm_ledger_write_by_comm(lines);
+    fclose(lines);
+    char out[1024];
+    int at = 0;
+    for (char *line = strtok(text, "\n"); line != NULL && at < 900;
+         line = strtok(NULL, "\n"))
+        at += snprintf(out + at, sizeof out - (size_t)at, "%d: %s\n", rank,
+                       line);
+    free(text);
+    fflush(stdout);
+    if (write(STDOUT_FILENO, out, (size_t)at) != at)
+        mpi_abort_exit("ledger_probe: cannot write its lines");
+    MPI_CHECK(MPI_Comm_free(&pair));
+    MPI_CHECK(MPI_Comm_free(&unnamed));
+}
+
 /* --shared-handles: two sends whose requests may carry one handle, as
  * MPICH's do when both complete as they start. The first buffer is
  * written after its own wait, before the second's: nothing wrong. */
@@ -354,7 +407,8 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np 3 ledger_probe OUT_DIR|--open "
                     "OUT_DIR|--seconds MS OUT_DIR|--refuse KIND|--frames KIND|"
-                    "--aliased|--overlap|--staged|--shared-handles|--hang\n");
+                    "--aliased|--overlap|--staged|--shared-handles|--by-comm|"
+                    "--hang\n");
         mpi_exit_all(2);
     }
     if (three) {
@@ -378,6 +432,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--staged") == 0) {
         staged(rank, size);
+        mpi_exit_all(0);
+    }
+    if (strcmp(argv[1], "--by-comm") == 0) {
+        by_comm(rank);
         mpi_exit_all(0);
     }
     if (strcmp(argv[1], "--shared-handles") == 0) {

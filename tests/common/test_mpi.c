@@ -406,6 +406,35 @@ START_TEST(ledger_tells_shared_handles_apart)
 }
 END_TEST
 
+/* The counts by communicator name: each call under the name its
+ * communicator had, whatever else runs. Sizes from the calls' definitions:
+ * 5 floats a message (20 bytes); an allreduce of 12 doubles on 3 ranks
+ * counted as a ring's 2 (P - 1) / P of its 96 bytes each way, 128. */
+START_TEST(ledger_counts_by_communicator)
+{
+    char *args[] = { "--by-comm", NULL };
+    run_result r = harness_run_mpi("tests/common", "ledger_probe", 3, args,
+                                   NULL, 20);
+    harness_expect_success(&r, "ledger_probe --by-comm on 3 ranks");
+    static const char *const wants[] = {
+        "0: comm_on pair 2 1 20 20\n", "1: comm_on pair 2 1 20 20\n",
+        "0: comm_on MPI_COMM_WORLD 1 0 128 128\n",
+        "1: comm_on MPI_COMM_WORLD 1 0 128 128\n",
+        "2: comm_on MPI_COMM_WORLD 1 0 128 128\n",
+        "0: comm_on (unnamed) 1 0 0 0\n", "1: comm_on (unnamed) 1 0 0 0\n",
+        "2: comm_on (unnamed) 1 0 0 0\n",
+    };
+    for (size_t k = 0; k < sizeof wants / sizeof wants[0]; k++)
+        ck_assert_msg(strstr(r.out, wants[k]) != NULL, "expected \"%.*s\" "
+                      "in ledger_probe --by-comm's output:\n%s",
+                      (int)strlen(wants[k]) - 1, wants[k], r.out);
+    /* Rank 2 made no call on "pair": no line for it. */
+    ck_assert_msg(strstr(r.out, "2: comm_on pair") == NULL, "rank 2 made no "
+                  "call on \"pair\", yet has a line for it:\n%s", r.out);
+    run_result_free(&r);
+}
+END_TEST
+
 /* ---- the collectives (common/collectives.h), on 1 to 4 ranks ---- */
 
 /* A buffer not divisible by 2, 3 or 4, each rank's block several chunks
@@ -970,6 +999,8 @@ Suite *lesson_suite(void)
     harness_add(suite, "MPI_CHECK: an aliased reduction's failure says "
                 "to pass MPI_IN_PLACE", mpi_check_explains_aliased_buffers,
                 0, 30);
+    harness_add(suite, "comm ledger: the counts by communicator name",
+                ledger_counts_by_communicator, 0, 30);
     harness_add(suite, "comm ledger: two requests that share a handle, "
                 "each checked against its own buffer",
                 ledger_tells_shared_handles_apart, 0, 30);
