@@ -174,6 +174,9 @@ void mpi_mark_done(void)
     malloc_trim(0);
 #endif
     boundary_mark("done");
+    /* What runs after this is given code (the report, MPI_Finalize): a
+     * crash there is named as such, not as the last step of the run. */
+    steps_enter("after the run: the report and MPI_Finalize (given code)");
 }
 
 void mpi_enter_boundary_or_exit(const char *program, FILE *report,
