@@ -101,6 +101,19 @@ static int depth;
  * request the call started, which enter's call is. */
 static uint64_t entered_received;
 
+/* The peer and tag of the point-to-point call enter last counted, if it
+ * is one that starts a request (remember_peer): opened() files them too,
+ * so that a wait's report names the message it waits for. */
+static int entered_peer = MPI_PROC_NULL, entered_tag;
+static const char *entered_way;  /* "to" or "from"; NULL: none */
+
+static void remember_peer(const char *way, int peer, int tag)
+{
+    entered_way = way;
+    entered_peer = peer;
+    entered_tag = tag;
+}
+
 static void check_frames(uintptr_t live_from);
 
 /* The counts again by communicator, under its name (MPI_Comm_set_name;
@@ -167,6 +180,7 @@ static ALWAYS_INLINE void enter(call_kind kind, uint64_t sent,
 {
     device_access_begin();
     entered_received = received;
+    entered_way = NULL;
     ledger[kind].counts.calls++;
     ledger[kind].counts.bytes_sent += sent;
     ledger[kind].counts.bytes_received += received;
@@ -438,6 +452,8 @@ static void keep_arguments(int length, int arrays, ...)
 typedef struct {
     MPI_Request handle;
     const MPI_Request *slot;  /* where its start wrote the handle */
+    const char *way;          /* a point-to-point one's "to" or "from" */
+    int peer, tag;
     call_kind kind;
     uint64_t received;  /* the bytes it was counted to receive */
     kept_arguments kept;
@@ -546,6 +562,10 @@ static int opened(call_kind kind, int result, const MPI_Request *request)
     }
     open_requests[open_count].handle = *request;
     open_requests[open_count].slot = request;
+    open_requests[open_count].way = entered_way;
+    open_requests[open_count].peer = entered_peer;
+    open_requests[open_count].tag = entered_tag;
+    entered_way = NULL;
     open_requests[open_count].tested = false;
     open_requests[open_count].kind = kind;
     open_requests[open_count].received = entered_received;
@@ -1235,6 +1255,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
     count_send(CALL_Isend, type, count, dest, comm);
+    remember_peer("to", dest, tag);
     keep_send_buffer(buf, count, type);
     keep_stacked(buf, NULL);
     return opened(CALL_Isend,
@@ -1250,6 +1271,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
     count_send(CALL_Issend, type, count, dest, comm);
+    remember_peer("to", dest, tag);
     keep_send_buffer(buf, count, type);
     keep_stacked(buf, NULL);
     return opened(CALL_Issend,
@@ -1261,6 +1283,7 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
     count_send(CALL_Ibsend, type, count, dest, comm);
+    remember_peer("to", dest, tag);
     keep_send_buffer(buf, count, type);
     keep_stacked(buf, NULL);
     return opened(CALL_Ibsend,
@@ -1272,6 +1295,7 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest,
                int tag, MPI_Comm comm, MPI_Request *request)
 {
     count_send(CALL_Irsend, type, count, dest, comm);
+    remember_peer("to", dest, tag);
     keep_send_buffer(buf, count, type);
     keep_stacked(buf, NULL);
     return opened(CALL_Irsend,
@@ -1300,6 +1324,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
 {
     enter(CALL_Irecv, 0, crosses(source, comm) ? type_bytes(type, count) : 0,
           comm);
+    remember_peer("from", source, tag);
     keep_stacked(NULL, buf);
     void *into = stage_receive(buf, count, type, source, tag, comm);
     return opened(CALL_Irecv,
@@ -1412,9 +1437,45 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
 
 /* ---- completing requests ---- */
 
+/* After enter of a Wait form: the call this rank is inside, for the
+ * steps file, with the message of the first open point-to-point request
+ * it waits for ("MPI_Wait for MPI_Isend to rank 1, tag 3"), so that a
+ * deadlock's report says which. */
+static void say_waiting(call_kind kind, int count,
+                        const MPI_Request requests[])
+{
+    int waiting = 0;
+    size_t first = open_count;
+    for (int k = 0; requests != NULL && k < count; k++) {
+        if (requests[k] == MPI_REQUEST_NULL)
+            continue;
+        size_t at = find_open(requests[k], &requests[k]);
+        if (at == open_count || open_requests[at].way == NULL ||
+            open_requests[at].peer == MPI_PROC_NULL)
+            continue;
+        if (waiting++ == 0)
+            first = at;
+    }
+    if (waiting == 0)
+        return;
+    const open_request *r = &open_requests[first];
+    char peer[24], more[32] = "", text[STEPS_FIELD];
+    if (r->peer == MPI_ANY_SOURCE)
+        snprintf(peer, sizeof peer, "any rank");
+    else
+        snprintf(peer, sizeof peer, "rank %d", r->peer);
+    if (waiting > 1)
+        snprintf(more, sizeof more, " (and %d more)", waiting - 1);
+    snprintf(text, sizeof text, "%s for %s %s %s, tag %d%s",
+             ledger[kind].name, ledger[r->kind].name, r->way, peer, r->tag,
+             more);
+    steps_in_call(text);
+}
+
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     enter(CALL_Wait, 0, 0, MPI_COMM_NULL);
+    say_waiting(CALL_Wait, 1, request);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(1, request, small);
     int result = PMPI_Wait(request, status);
@@ -1426,6 +1487,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     enter(CALL_Waitall, 0, 0, MPI_COMM_NULL);
+    say_waiting(CALL_Waitall, count, requests);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Waitall(count, requests, statuses);
@@ -1463,6 +1525,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index,
                 MPI_Status *status)
 {
     enter(CALL_Waitany, 0, 0, MPI_COMM_NULL);
+    say_waiting(CALL_Waitany, count, requests);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int done = 0;
@@ -1478,6 +1541,7 @@ int MPI_Waitsome(int count, MPI_Request requests[], int *done,
                  int indices[], MPI_Status statuses[])
 {
     enter(CALL_Waitsome, 0, 0, MPI_COMM_NULL);
+    say_waiting(CALL_Waitsome, count, requests);
     MPI_Request small[SMALL];
     MPI_Request *before = snapshot(count, requests, small);
     int result = PMPI_Waitsome(count, requests, done, indices, statuses);

@@ -103,9 +103,9 @@ static uint64_t sends_so_far(uint64_t *bytes)
 static void (*const schedules[])(pp_state *) = { pp_gpipe, pp_one_f_one_b,
                                                  pp_interleaved };
 static const char *const schedule_marks[] = {
-    "the schedule (pp_gpipe: TODO 3)",
-    "the schedule (pp_one_f_one_b: TODO 4)",
-    "the schedule (pp_interleaved: TODO 5)" };
+    "the schedule (pp_gpipe: TODO 2; messages: TODO 3)",
+    "the schedule (pp_one_f_one_b: TODO 4; messages: TODO 3)",
+    "the schedule (pp_interleaved: TODO 5; messages: TODO 3)" };
 
 /* One step: the gradients zeroed (given), your schedule over the
  * micro-batches, and the loss, the last stage's, given to every rank. */
@@ -125,7 +125,7 @@ static float forward_backward(void *context, long step, const float *inputs,
     const uint64_t calls_before = comm_ledger_total().calls;
     if (first)
         pp_record_start();
-    steps_enter(schedule_marks[z->schedule]);
+    pp_mark_schedule(schedule_marks[z->schedule]);
     const bool timed = step >= (long)t->config->steps / 2;
     if (timed)
         pp_clock_start();
@@ -372,7 +372,7 @@ static void train(const run_config *c, const dataset *train_set,
         .compute = forward_backward,
         .compute_mark = "the schedule (TODO 2-5)",
         .update = update,
-        .update_mark = "pp_update (TODO 2)",
+        .update_mark = "pp_update (TODO 2; its waits: TODO 3)",
         .classify = classify,
         .parameters = parameters,
         .report_lines = report_lines,

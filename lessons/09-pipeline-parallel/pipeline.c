@@ -49,7 +49,9 @@ void pp_forward(pp_state *z, int chunk, int micro)
      * to the stage after, without waiting (MPI_Isend from the output
      * pp_compute_forward returned, its request in
      * z->forward_send[chunk][micro]); a tag per direction, chunk and
-     * micro-batch keeps the messages apart. */
+     * micro-batch keeps the messages apart. This code goes around TODO
+     * 2's: move TODO 2's compute call between the receive and the send
+     * (the blocks' markers may go). */
     if (z->stages > 1)
         NOT_DONE();
     /* TODO 3 end */
@@ -73,7 +75,8 @@ void pp_backward(pp_state *z, int chunk, int micro)
      * send of it must be complete (MPI_Wait on its request). Every stage
      * but the first makes the gradient at its input into
      * z->sent_gradient[chunk][micro] and sends it to the stage before
-     * (MPI_Isend, its request in z->backward_send[chunk][micro]). */
+     * (MPI_Isend, its request in z->backward_send[chunk][micro]). As in
+     * pp_forward, this code goes around TODO 2's. */
     if (z->stages > 1)
         NOT_DONE();
     /* TODO 3 end */

@@ -29,6 +29,12 @@ void pp_destroy(pp_state *z);
 /* The parameters this rank holds, chunk by chunk, and how many. */
 size_t pp_held_total(const pp_state *z);
 
+/* The step every rank is in while its schedule runs (steps.h), `mark`
+ * ("the schedule (pp_gpipe: ...)"); after each forward and backward it
+ * adds which ran last: a hang's report then says where in the schedule
+ * each rank stopped. */
+void pp_mark_schedule(const char *mark);
+
 /* ---- The record of what ran ---- */
 
 /* Records the operations from now until pp_record_stop (the driver

@@ -146,6 +146,27 @@ static void check_place(pp_state *z, const char *function, int chunk,
     pp_abort(z, why);
 }
 
+/* The schedule running now (pp_mark_schedule). After each forward and
+ * backward, the rank's step names the operation it ran last: a rank that
+ * waits forever in the message after it is found by the one before. */
+static char schedule_mark[64];
+
+void pp_mark_schedule(const char *mark)
+{
+    snprintf(schedule_mark, sizeof schedule_mark, "%s", mark);
+    steps_enter(mark);
+}
+
+static void say_last(const char *kind, int micro, int chunk)
+{
+    if (schedule_mark[0] == '\0')
+        return;
+    char step[160]; /* steps_enter keeps what fits its field */
+    snprintf(step, sizeof step, "%s, after %s %d (chunk %d)", schedule_mark,
+             kind, micro, chunk);
+    steps_enter(step);
+}
+
 const float *pp_compute_forward(pp_state *z, int chunk, int micro,
                                 const float *input)
 {
@@ -155,6 +176,7 @@ const float *pp_compute_forward(pp_state *z, int chunk, int micro,
     const float *output = stage_forward(&z->chunk[chunk], micro, input,
                                         z->micro_rows);
     clock_add(start);
+    say_last("forward", micro, chunk);
     if (output == NULL) {
         char why[400];
         snprintf(why, sizeof why, "%s (TODO 2-5: each micro-batch's "
@@ -191,6 +213,7 @@ void pp_compute_backward(pp_state *z, int chunk, int micro,
     const int refused = stage_backward(&z->chunk[chunk], micro, doutput,
                                        dinput);
     clock_add(start);
+    say_last("backward", micro, chunk);
     if (refused != 0) {
         char why[400];
         snprintf(why, sizeof why, "%s (TODO 2-5: a micro-batch's backward "
