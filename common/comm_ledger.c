@@ -1113,6 +1113,25 @@ static uint64_t message_to(call_kind kind, int dest, MPI_Comm comm,
  * report says which message each rank waited for. `way` is "to" or
  * "from"; a rank of another communicator than MPI_COMM_WORLD is said to
  * be one of its communicator's. */
+/* "to rank 1, tag 5" (or "from any rank, any tag") into `text`; a rank
+ * of a communicator other than MPI_COMM_WORLD said to be one of its
+ * communicator's where `elsewhere`. */
+static void describe_message(char *text, size_t len, const char *way,
+                             int peer, int tag, bool elsewhere)
+{
+    char rank[48], tag_text[32];
+    if (peer == MPI_ANY_SOURCE)
+        snprintf(rank, sizeof rank, "any rank");
+    else
+        snprintf(rank, sizeof rank, "rank %d%s", peer,
+                 elsewhere ? " of its communicator" : "");
+    if (tag == MPI_ANY_TAG)
+        snprintf(tag_text, sizeof tag_text, "any tag");
+    else
+        snprintf(tag_text, sizeof tag_text, "tag %d", tag);
+    snprintf(text, len, "%s %s, %s", way, rank, tag_text);
+}
+
 static void say_peer(call_kind kind, const char *way, int peer, int tag,
                      MPI_Comm comm)
 {
@@ -1120,19 +1139,10 @@ static void say_peer(call_kind kind, const char *way, int peer, int tag,
         return;
     int same = MPI_UNEQUAL;
     PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
-    char rank[48], tag_text[32], text[STEPS_FIELD];
-    if (peer == MPI_ANY_SOURCE)
-        snprintf(rank, sizeof rank, "any rank");
-    else
-        snprintf(rank, sizeof rank, "rank %d%s", peer,
-                 same == MPI_IDENT || same == MPI_CONGRUENT
-                     ? "" : " of its communicator");
-    if (tag == MPI_ANY_TAG)
-        snprintf(tag_text, sizeof tag_text, "any tag");
-    else
-        snprintf(tag_text, sizeof tag_text, "tag %d", tag);
-    snprintf(text, sizeof text, "%s %s %s, %s", ledger[kind].name, way, rank,
-             tag_text);
+    char message[96], text[STEPS_FIELD + 96];
+    describe_message(message, sizeof message, way, peer, tag,
+                     same != MPI_IDENT && same != MPI_CONGRUENT);
+    snprintf(text, sizeof text, "%s %s", ledger[kind].name, message);
     steps_in_call(text);
 }
 
@@ -1465,16 +1475,13 @@ static void say_waiting(call_kind kind, int count,
     if (waiting == 0)
         return;
     const open_request *r = &open_requests[first];
-    char peer[24], more[32] = "", text[STEPS_FIELD];
-    if (r->peer == MPI_ANY_SOURCE)
-        snprintf(peer, sizeof peer, "any rank");
-    else
-        snprintf(peer, sizeof peer, "rank %d", r->peer);
+    char message[96], more[32] = "", text[STEPS_FIELD + 160];
+    describe_message(message, sizeof message, r->way, r->peer, r->tag,
+                     false);
     if (waiting > 1)
         snprintf(more, sizeof more, " (and %d more)", waiting - 1);
-    snprintf(text, sizeof text, "%s for %s %s %s, tag %d%s",
-             ledger[kind].name, ledger[r->kind].name, r->way, peer, r->tag,
-             more);
+    snprintf(text, sizeof text, "%s for %s %s%s", ledger[kind].name,
+             ledger[r->kind].name, message, more);
     steps_in_call(text);
 }
 
