@@ -286,8 +286,9 @@ static void expect_outside(const run_result *r, const check_run *run,
             harness_expect_received(&w, rank, &counted, what, hint);
         }
 #ifndef HARNESS_SHADOW_MEMORY
-        /* Held at once: the longest length's data and its copy for the
-         * report (ring_check.c), and the ring's own buffers, a chunk each
+        /* Held at once: the longest length's data, the guard after it
+         * (3 floats an element: ring_check.c's back_guard_length) and its
+         * copy for the report, and the ring's own buffers, a chunk each
          * way; a buffer leaked at every call piles up past that. An
          * average may also hold every rank's data at once (an
          * MPI_Allgather, then the sum on each rank: correct, and MPI's own
@@ -296,8 +297,9 @@ static void expect_outside(const run_result *r, const check_run *run,
         const unsigned long long chunk = (longest + size - 1) / size;
         const unsigned long long every_rank =
             run->ring ? 0 : size * (longest + 1) * 4;
-        harness_expect_memory(&w, rank, (longest + 1) * (4 + 8) + 2 * 4 *
-                              chunk + every_rank, what, run->ring
+        harness_expect_memory(&w, rank, (longest + 1) * (4 + 8) +
+                              3 * 4 * longest + 2 * 4 * chunk + every_rank,
+                              what, run->ring
                                   ? "TODO 3: free what you allocate before "
                                     "returning, or keep one buffer for "
                                     "every call"

@@ -44,9 +44,22 @@
  * BACK_GUARD after it: the first, data[count], goes to the tests with the
  * result (a slip of one past the end, which they diagnose); the others are
  * checked right after your call, before anything else touches the heap
- * that a write far past the end would corrupt (as are the ones before). */
+ * that a write far past the end would corrupt (as are the ones before).
+ * The guard after is as long as 3 x count more: an MPI call given a
+ * datatype wider than float (MPI_DOUBLE: twice the bytes; long double or
+ * a complex type: four times) writes inside it, where it is found, not
+ * into the heap's own records, where glibc would abort later with a
+ * message that names no MPI call. */
 static const float guard = 12345.0f;
 enum { FRONT_GUARD = 16, BACK_GUARD = 16 };
+/* Beyond this many floats a wide guard costs more memory than it is worth;
+ * the tests' lengths stay far below it. */
+#define WIDE_GUARD_MAX_COUNT ((size_t)1 << 22)
+
+static size_t back_guard_length(size_t count)
+{
+    return BACK_GUARD + (count <= WIDE_GUARD_MAX_COUNT ? 3 * count : 0);
+}
 
 /* TODO 4's run: the data as this many layers' slices, started last
  * first, as backward finishes them. */
@@ -96,7 +109,8 @@ static int parse_counts(const char *text,
 static float *guarded_data(size_t count, int rank)
 {
     float *block = (float *)ledger_alloc(MEMORY_VECTOR,
-                                         (FRONT_GUARD + count + BACK_GUARD) *
+                                         (FRONT_GUARD + count +
+                                          back_guard_length(count)) *
                                              sizeof *block);
     if (block == NULL) {
         fprintf(stderr, "ring_check: rank %d: no memory for %zu floats\n",
@@ -111,8 +125,8 @@ static float *guarded_data(size_t count, int rank)
 /* The guards after the data, again before each call. */
 static void fill_back_guard(float *data, size_t count)
 {
-    for (int k = 0; k < BACK_GUARD; k++)
-        data[count + (size_t)k] = guard;
+    for (size_t k = 0; k < back_guard_length(count); k++)
+        data[count + k] = guard;
 }
 
 static void free_guarded(float *data)
@@ -126,7 +140,7 @@ static void free_guarded(float *data)
 static void check_guards(const check_config *c, const float *data,
                          size_t count)
 {
-    for (size_t k = count + 1; k < count + BACK_GUARD; k++)
+    for (size_t k = count + 1; k < count + back_guard_length(count); k++)
         if (memcmp(&data[k], &guard, sizeof guard) != 0) {
             fprintf(stderr, "ring_check: rank %d: your code wrote far past "
                     "the end of its data (count %zu): data[%zu] became "
