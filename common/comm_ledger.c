@@ -1224,13 +1224,7 @@ static bool synchronous_sends;
 
 void comm_ledger_send_synchronously(void)
 {
-#ifdef MPICH_VERSION
-    /* Not under MPICH: there a correct lesson 09 (its end stages sending
-     * to MPI_PROC_NULL) hung once in given code, a matched MPI_Ssend and
-     * MPI_Recv of the report, which is not understood yet. */
-#else
     synchronous_sends = true;
-#endif
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,

@@ -102,8 +102,7 @@ typedef struct {
  * whose order of sends and receives works only because a message was
  * buffered deadlocks on larger ones, and with this it deadlocks on every
  * size, where a time limit can name where each rank waits. A correct
- * program runs as before. A driver calls it (lesson 09's). With MPICH it
- * does nothing yet (comm_ledger.c says why). */
+ * program runs as before. A driver calls it (lesson 09's). */
 void comm_ledger_send_synchronously(void);
 
 /* The counts for one call by name ("MPI_Allgatherv"); zeros if unknown. */
