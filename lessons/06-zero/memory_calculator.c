@@ -27,7 +27,16 @@
  * the activations it holds at its peak, by the micro-batches in flight
  * that the schedule keeps there (--micro-batches, --schedule, --chunks).
  *
- *     memory_calculator --mlp 3,128,32 --pipeline 4 --micro-batches 8 */
+ *     memory_calculator --mlp 3,128,32 --pipeline 4 --micro-batches 8
+ *
+ * Lesson 10 adds the planner: --plan lists every layout (tp, pp, dp,
+ * ZeRO stage) of a transformer on --devices, --per-host of them a host,
+ * that fits a device, with what the device holding the most holds and
+ * what each axis sends a step, sorted by the bytes that cross hosts
+ * (common/parallel_plan.h has the formulas).
+ *
+ *     memory_calculator --plan --params 100B --transformer 2048,1,10240,80
+ *                       --devices 64 --per-host 8 --micro-batches 8 */
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -36,6 +45,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "parallel_plan.h"
 #include "tensor_memory.h"
 #include "zero_memory.h"
 
@@ -522,6 +532,76 @@ static void print_transformer_table(const uint64_t values[4],
     }
 }
 
+/* An amount of the planner's table: in GB to two decimals in `width`
+ * characters, or in whole bytes. */
+static void print_amount(uint64_t bytes, int width, bool in_bytes)
+{
+    if (in_bytes)
+        printf(" %*" PRIu64, width, bytes);
+    else
+        printf(" %*.2f", width, (double)bytes / GB);
+}
+
+/* The planner's table: the first `top` layouts that fit, in GB or, with
+ * `in_bytes`, in whole bytes (what the tests compare). */
+static void print_plan_table(const plan_model *model,
+                             const plan_cluster *cluster, double device_gb,
+                             bool layers_given, size_t top, bool in_bytes)
+{
+    plan_layout *layouts = malloc((top ? top : 1) * sizeof *layouts);
+    or_exit(layouts == NULL ? -1 : 0, "no memory for the layouts");
+    size_t count;
+    char error[256], params[32];
+    or_exit(plan_layouts(model, cluster, layouts, top, &count, error,
+                         sizeof error), error);
+    format_count(model->parameters, params, sizeof params);
+    const transformer_shape *shape = &model->shape;
+    printf("Layouts of %s parameters on %" PRIu64 " devices, %" PRIu64
+           " a host, %g GB each:\na transformer of %" PRIu64 " layers%s, "
+           "hidden size %" PRIu64 ", %" PRIu64 " heads;\n%" PRIu64
+           " micro-batches a step of %" PRIu64 " x %" PRIu64 " tokens, "
+           "%s; %" PRIu64 " + %" PRIu64 " + %" PRIu64 " bytes a parameter.\n"
+           "For the device that holds the most: model state, activations "
+           "and the two\ntogether, and what each axis sends a step, in %s "
+           "(the formulas:\ncommon/parallel_plan.h). * marks an axis whose "
+           "groups span two hosts;\ncrossing adds those up.\n\n",
+           params, cluster->devices, cluster->per_host, device_gb,
+           model->layers, layers_given ? "" : " (parameters / 12 h^2)",
+           shape->hidden, shape->heads, model->micro_batches,
+           shape->micro_batch, shape->sequence,
+           model->gpipe ? "GPipe" : "1F1B", model->parameter_bytes,
+           model->gradient_bytes, model->optimizer_bytes,
+           in_bytes ? "bytes" : "GB");
+    printf("  tp  pp  dp ZeRO |   state  activ.    held | tp sent pp sent "
+           "dp sent | crossing\n");
+    for (size_t k = 0; k < count && k < top; k++) {
+        const plan_layout *l = &layouts[k];
+        printf(" %3" PRIu64 " %3" PRIu64 " %3" PRIu64 " %4d |", l->tp,
+               l->pp, l->dp, l->stage);
+        print_amount(l->state, 7, in_bytes);
+        print_amount(l->activations, 7, in_bytes);
+        print_amount(l->state + l->activations, 7, in_bytes);
+        printf(" |");
+        for (int axis = 0; axis < PLAN_AXES; axis++) {
+            print_amount(l->sent[axis], 6, in_bytes);
+            putchar(l->crosses[axis] ? '*' : ' ');
+        }
+        printf("|");
+        print_amount(l->crossing, 8, in_bytes);
+        putchar('\n');
+    }
+    if (count == 0)
+        printf("(none: no layout of these devices holds the model: more "
+               "devices, smaller\nmicro-batches, or a larger device)\n");
+    else if (count > top)
+        printf("%zu layouts fit; the first %zu are shown (--top).\n", count,
+               top);
+    else
+        printf("%zu layout%s fit%s.\n", count, count == 1 ? "" : "s",
+               count == 1 ? "s" : "");
+    free(layouts);
+}
+
 int main(int argc, char **argv)
 {
     const char *params_text = "7.5B";
@@ -533,6 +613,9 @@ int main(int argc, char **argv)
     const char *tp_text = NULL, *mlp_text = NULL, *transformer_text = NULL;
     int pipeline = 0, micro_batches = 4, chunks = 1;
     const char *schedule = "1f1b";
+    bool plan = false;
+    size_t devices = 64, per_host = 8, plan_layers = 0, top = 20;
+    bool plan_bytes = false;
     const cli_option options[] = {
         { "params", CLI_STRING, &params_text,
           "parameters: a count, or with k, M, B or T (7.5B, 1T)", 0, 0 },
@@ -573,6 +656,20 @@ int main(int argc, char **argv)
         { "transformer", CLI_STRING, &transformer_text,
           "S,B,H,A: one transformer layer's activations instead, for each "
           "t of --tp", 0, 0 },
+        { "plan", CLI_FLAG, &plan,
+          "the planner (lesson 10): every layout of --params with "
+          "--transformer's shape on --devices that fits --device-gb", 0, 0 },
+        { "devices", CLI_SIZE, &devices,
+          "with --plan: devices in all", 1, 65536 },
+        { "per-host", CLI_SIZE, &per_host,
+          "with --plan: devices a host", 1, 65536 },
+        { "layers", CLI_SIZE, &plan_layers,
+          "with --plan: transformer layers (0: parameters / 12 h^2)", 0,
+          1 << 20 },
+        { "top", CLI_SIZE, &top, "with --plan: layouts shown at most", 1,
+          10000 },
+        { "bytes", CLI_FLAG, &plan_bytes,
+          "with --plan: whole bytes instead of GB", 0, 0 },
     };
     const cli_spec spec = { "memory_calculator", "lesson 06: model-state "
                             "bytes per rank at each ZeRO stage, and the "
@@ -643,6 +740,15 @@ int main(int argc, char **argv)
                      "than layers, and a batch that --micro-batches "
                      "divides");
             result = CLI_ERROR;
+        } else if (plan && (transformer_text == NULL || tp_text != NULL ||
+                            mlp_text != NULL || pipeline > 0 ||
+                            (strcmp(schedule, "gpipe") != 0 &&
+                             strcmp(schedule, "1f1b") != 0))) {
+            snprintf(error, sizeof error, "--plan needs --transformer "
+                     "S,B,H,A (its micro-batch's shape), a --schedule of "
+                     "gpipe or 1f1b, and no --tp, --mlp or --pipeline (it "
+                     "tries every tp and pp itself)");
+            result = CLI_ERROR;
         } else if (parallel_loss && (mlp_text == NULL || mlp[0] % 2 != 0)) {
             snprintf(error, sizeof error, "--parallel-loss is for --mlp with "
                      "an even number of hidden layers (the output layer "
@@ -656,6 +762,28 @@ int main(int argc, char **argv)
 
     if (talk) {
         print_talk();
+        return 0;
+    }
+    if (plan) {
+        /* L from Ψ = 12 L h², a transformer layer's weights (4h² in
+         * attention, 8h² in the MLP), when not given. */
+        const double h = (double)transformer[2];
+        uint64_t layers = plan_layers;
+        if (layers == 0) {
+            const double estimate = (double)parameters / (12 * h * h);
+            layers = estimate < 1 ? 1 : (uint64_t)llround(estimate);
+        }
+        const plan_model model = {
+            parameters, layers,
+            { transformer[0], transformer[1], transformer[2],
+              transformer[3] },
+            (uint64_t)micro_batches, strcmp(schedule, "gpipe") == 0,
+            precision_bytes, precision_bytes, optimizer_bytes
+        };
+        const plan_cluster cluster = { devices, per_host,
+                                       (uint64_t)llround(device_gb * GB) };
+        print_plan_table(&model, &cluster, device_gb, plan_layers != 0, top,
+                         plan_bytes);
         return 0;
     }
     if (mlp_text != NULL && pipeline > 0) {

@@ -4,7 +4,9 @@
  * by hand), against every figure the paper prints (Table 1 and Figure 1),
  * the talk's opening arithmetic, --offload's table against ZeRO-Offload's
  * formulas, and lesson 08's tables: --mlp against the lesson's model on
- * random shapes, --transformer against Megatron-LM's authors' formula. Its bad input is in test_drivers.c. */
+ * random shapes, --transformer against Megatron-LM's authors' formula;
+ * lesson 09's --pipeline, and lesson 10's planner (--plan) against its
+ * description evaluated here. Its bad input is in test_drivers.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
@@ -666,6 +668,306 @@ START_TEST(tp_divides_the_zero_table)
 }
 END_TEST
 
+/* ---- --plan: lesson 10's planner ----
+ *
+ * The layouts evaluated here from the description in
+ * common/parallel_plan.h, by other means than the calculator: the grid's
+ * ranks counted out coordinate by coordinate and each group's hosts
+ * compared, every partition's blocks listed and the ring's bytes taken as
+ * the largest "all but its own block" over the ranks. In whole bytes
+ * (--bytes), exactly: a slip of one element is a few bytes. */
+typedef struct {
+    uint64_t tp, pp, dp;
+    int stage;
+    uint64_t held[3];           /* state, activations, the two */
+    uint64_t sent[3];           /* tp, pp, dp */
+    bool crosses[3];
+    uint64_t crossing;
+} plan_expected;
+
+typedef struct {
+    uint64_t parameters, layers, s, b, h, a, m, devices, per_host, capacity;
+    bool gpipe;
+} plan_case;
+
+/* The most one rank of `ranks` sends in a ring over `items`: all the
+ * blocks but its own, the first items % ranks of them one larger. */
+static uint64_t ring_most(uint64_t items, uint64_t ranks)
+{
+    uint64_t most = 0;
+    for (uint64_t r = 0; r < ranks && ranks > 1; r++) {
+        const uint64_t own = items / ranks + (r < items % ranks);
+        most = items - own > most ? items - own : most;
+    }
+    return most;
+}
+
+/* Whether some group of `axis` (0 tp, 1 pp, 2 dp) has ranks on two hosts,
+ * the ranks numbered with t fastest, then p, then d. */
+static bool groups_cross(int axis, uint64_t tp, uint64_t pp, uint64_t dp,
+                         uint64_t per_host)
+{
+    for (uint64_t d = 0; d < dp; d++)
+        for (uint64_t p = 0; p < pp; p++)
+            for (uint64_t t = 0; t < tp; t++) {
+                uint64_t at[3] = { t, p, d }, first[3] = { t, p, d };
+                first[axis] = 0;
+                const uint64_t rank = (at[2] * pp + at[1]) * tp + at[0];
+                const uint64_t leader = (first[2] * pp + first[1]) * tp +
+                                        first[0];
+                if (rank / per_host != leader / per_host)
+                    return true;
+            }
+    return false;
+}
+
+static plan_expected plan_evaluate(const plan_case *c, uint64_t tp,
+                                   uint64_t pp, int stage)
+{
+    plan_expected e = { tp, pp, c->devices / (tp * pp), stage, { 0 },
+                        { 0 }, { false }, 0 };
+    uint64_t lp = 0;  /* the most layers a stage gets */
+    for (uint64_t k = 0; k < pp; k++) {
+        const uint64_t layers = c->layers / pp + (k < c->layers % pp);
+        lp = layers > lp ? layers : lp;
+    }
+    const uint64_t psi = (c->parameters * lp + c->layers * tp - 1) /
+                         (c->layers * tp);
+    /* ZeRO: 2 + 2 + 12 bytes, the stage's kinds divided over dp. */
+    const uint64_t kinds[3] = { 2 * psi, 2 * psi, 12 * psi };
+    uint64_t whole = 0, divided = 0;
+    for (int kind = 0; kind < 3; kind++)
+        if (stage >= 3 - kind)
+            divided += kinds[kind];
+        else
+            whole += kinds[kind];
+    e.held[0] = whole + (divided + e.dp - 1) / e.dp;
+    const uint64_t layer = (34 * c->s * c->b * c->h +
+                            5 * c->a * c->s * c->s * c->b + tp - 1) / tp;
+    const uint64_t in_flight = c->gpipe ? c->m : c->m < pp ? c->m : pp;
+    e.held[1] = lp * in_flight * layer;
+    e.held[2] = e.held[0] + e.held[1];
+    const uint64_t rows = c->s * c->b;
+    e.sent[0] = 8 * c->m * lp * ring_most(rows, tp) * c->h * 2;
+    uint64_t most_messages = 0;
+    for (uint64_t k = 0; k < pp; k++) {
+        const uint64_t messages = (k + 1 < pp) + (k > 0);
+        most_messages = messages > most_messages ? messages : most_messages;
+    }
+    const uint64_t block = rows / tp + (rows % tp != 0);
+    e.sent[1] = c->m * most_messages * block * c->h * 2;
+    const uint64_t per_parameter = stage == 0 ? 4 : stage < 3 ? 4 : 6;
+    e.sent[2] = ring_most(psi, e.dp) * per_parameter;
+    for (int axis = 0; axis < 3; axis++) {
+        e.crosses[axis] = groups_cross(axis, tp, pp, e.dp, c->per_host);
+        if (e.crosses[axis])
+            e.crossing += e.sent[axis];
+    }
+    return e;
+}
+
+static int plan_order(const void *a_, const void *b_)
+{
+    const plan_expected *a = a_, *b = b_;
+    const uint64_t ka[5] = { a->crossing, a->held[2], a->tp, a->pp,
+                             (uint64_t)a->stage };
+    const uint64_t kb[5] = { b->crossing, b->held[2], b->tp, b->pp,
+                             (uint64_t)b->stage };
+    for (int k = 0; k < 5; k++)
+        if (ka[k] != kb[k])
+            return ka[k] < kb[k] ? -1 : 1;
+    return 0;
+}
+
+/* Every layout of `c` that fits, in the planner's order; how many. */
+static size_t plan_expect(const plan_case *c, plan_expected *out,
+                          size_t room)
+{
+    size_t n = 0;
+    for (uint64_t tp = 1; tp <= c->devices; tp++)
+        for (uint64_t pp = 1; pp <= c->devices; pp++) {
+            if (c->devices % (tp * pp) != 0 || c->a % tp != 0 ||
+                pp > c->layers)
+                continue;
+            const int stages = c->devices / (tp * pp) == 1 ? 1 : 4;
+            for (int stage = 0; stage < stages; stage++) {
+                plan_expected e = plan_evaluate(c, tp, pp, stage);
+                if (e.held[2] <= c->capacity) {
+                    ck_assert(n < room);
+                    out[n++] = e;
+                }
+            }
+        }
+    qsort(out, n, sizeof *out, plan_order);
+    return n;
+}
+
+/* The planner's output for `c`, every layout shown. */
+static run_result plan_run(const plan_case *c)
+{
+    char params[32], shape[96], layers[32], devices[32], per_host[32],
+        micro[32], gb[48];
+    snprintf(params, sizeof params, "%" PRIu64, c->parameters);
+    snprintf(shape, sizeof shape, "%" PRIu64 ",%" PRIu64 ",%" PRIu64
+             ",%" PRIu64, c->s, c->b, c->h, c->a);
+    snprintf(layers, sizeof layers, "%" PRIu64, c->layers);
+    snprintf(devices, sizeof devices, "%" PRIu64, c->devices);
+    snprintf(per_host, sizeof per_host, "%" PRIu64, c->per_host);
+    snprintf(micro, sizeof micro, "%" PRIu64, c->m);
+    /* Whole megabytes: "%.3f" GB is then the capacity exactly. */
+    snprintf(gb, sizeof gb, "%" PRIu64 ".%03" PRIu64, c->capacity / 1000000000,
+             c->capacity / 1000000 % 1000);
+    char *argv[] = { (char *)harness_program("06-zero", "memory_calculator"),
+                     "--plan", "--params", params, "--transformer", shape,
+                     "--layers", layers, "--devices", devices, "--per-host",
+                     per_host, "--micro-batches", micro, "--schedule",
+                     c->gpipe ? "gpipe" : "1f1b", "--device-gb", gb, "--top",
+                     "10000", "--bytes", NULL };
+    run_result r = harness_run(argv, NULL, 20);
+    harness_expect_success(&r, "memory_calculator --plan");
+    return r;
+}
+
+/* The printed rows against `want`, in order, and the closing count. */
+static void plan_compare(const plan_case *c, const char *out,
+                         const plan_expected *want, size_t n)
+{
+    const char *at = strstr(out, "| crossing\n");
+    ck_assert_msg(at != NULL, "--plan printed no table header:\n%s", out);
+    at = strchr(at, '\n') + 1;
+    for (size_t k = 0; k < n; k++) {
+        unsigned long long tp, pp, dp, held[3], sent[3], crossing;
+        int stage;
+        char mark[3];
+        const int got = sscanf(at, " %llu %llu %llu %d | %llu %llu %llu | "
+                               "%llu%c %llu%c %llu%c| %llu", &tp, &pp, &dp,
+                               &stage, &held[0], &held[1], &held[2],
+                               &sent[0], &mark[0], &sent[1], &mark[1],
+                               &sent[2], &mark[2], &crossing);
+        ck_assert_msg(got == 14, "--plan with %" PRIu64 " devices, %" PRIu64
+                      " a host: row %zu does not read as a layout: %.90s",
+                      c->devices, c->per_host, k + 1, at);
+        const plan_expected *e = &want[k];
+        ck_assert_msg(tp == e->tp && pp == e->pp && dp == e->dp &&
+                      stage == e->stage, "--plan with %" PRIu64 " devices, "
+                      "%" PRIu64 " a host, %" PRIu64 " bytes each: row %zu is tp %llu "
+                      "pp %llu dp %llu ZeRO %d; the description's order gives "
+                      "tp %" PRIu64 " pp %" PRIu64 " dp %" PRIu64 " ZeRO %d",
+                      c->devices, c->per_host, c->capacity, k + 1, tp, pp, dp,
+                      stage, e->tp, e->pp, e->dp, e->stage);
+        static const char *const columns[7] = {
+            "state", "activations", "held", "tp sent", "pp sent", "dp sent",
+            "crossing" };
+        for (int j = 0; j < 7; j++) {
+            const unsigned long long value = j < 3   ? held[j]
+                                             : j < 6 ? sent[j - 3]
+                                                     : crossing;
+            const uint64_t bytes = j < 3 ? e->held[j] : j < 6 ? e->sent[j - 3]
+                                                              : e->crossing;
+            ck_assert_msg(value == bytes, "--plan, layout tp %" PRIu64
+                          " pp %" PRIu64 " ZeRO %d, %s: %llu bytes; the "
+                          "description gives %" PRIu64, e->tp, e->pp,
+                          e->stage, columns[j], value, bytes);
+        }
+        for (int axis = 0; axis < 3; axis++)
+            ck_assert_msg((mark[axis] == '*') == e->crosses[axis], "--plan, "
+                          "layout tp %" PRIu64 " pp %" PRIu64 " ZeRO %d: "
+                          "axis %d %s marked as crossing hosts (%" PRIu64
+                          " a host)", e->tp, e->pp, e->stage, axis,
+                          e->crosses[axis] ? "not" : "wrongly",
+                          c->per_host);
+        at = strchr(at, '\n');
+        ck_assert(at != NULL);
+        at++;
+    }
+    char closing[64];
+    if (n == 0)
+        snprintf(closing, sizeof closing, "(none:");
+    else
+        snprintf(closing, sizeof closing, "%zu layout%s fit%s.", n,
+                 n == 1 ? "" : "s", n == 1 ? "s" : "");
+    ck_assert_msg(strncmp(at, closing, strlen(closing)) == 0, "--plan with "
+                  "%" PRIu64 " devices: after the rows, '%.60s'; the "
+                  "description gives %zu layouts", c->devices, at, n);
+}
+
+/* 30 random transformers and clusters, the devices' memory drawn around
+ * what the model needs so that some layouts fit and some do not. */
+START_TEST(plan_matches_the_description)
+{
+    static const uint64_t device_counts[] = { 1, 2, 4, 6, 8, 12, 16, 24,
+                                              32, 64 };
+    static const uint64_t head_counts[] = { 1, 2, 3, 4, 8, 12, 16 };
+    rng_t rng = rng_seeded(1013);
+    enum { ROOM = 4096 };
+    plan_expected *want = malloc(ROOM * sizeof *want);
+    ck_assert(want != NULL);
+    size_t fitting = 0, refused = 0;
+    for (int k = 0; k < 30; k++) {
+        plan_case c;
+        c.devices = device_counts[rng_next_u64(&rng) % 10];
+        const uint64_t hosts_of[] = { 1, 2, 3, 4, 8, c.devices };
+        c.per_host = hosts_of[rng_next_u64(&rng) % 6];
+        c.a = head_counts[rng_next_u64(&rng) % 7];
+        c.h = c.a * (64 << (rng_next_u64(&rng) % 4));
+        c.s = 64 << (rng_next_u64(&rng) % 6);
+        c.b = rng_next_u64(&rng) % 4 + 1;
+        c.layers = rng_next_u64(&rng) % 48 + 1;
+        c.m = rng_next_u64(&rng) % 16 + 1;
+        c.gpipe = rng_next_u64(&rng) % 2;
+        c.parameters = 12 * c.layers * c.h * c.h +
+                       rng_next_u64(&rng) % 1000003;
+        /* Between a quarter of and twice a device's share of the model
+         * state, in whole megabytes, plus room for activations. */
+        const uint64_t share = 16 * c.parameters / c.devices;
+        c.capacity = (share / 4 + rng_next_u64(&rng) % (2 * share + 1) +
+                      rng_next_u64(&rng) % (c.s * c.b * c.h * 64 + 1)) /
+                     1000000 * 1000000;
+        if (c.capacity == 0)
+            c.capacity = 1000000; /* the least --device-gb takes */
+        const size_t n = plan_expect(&c, want, ROOM);
+        run_result r = plan_run(&c);
+        plan_compare(&c, r.out, want, n);
+        run_result_free(&r);
+        fitting += n;
+        refused += n == 0;
+    }
+    /* The draw must exercise both: layouts that fit, and cases with none. */
+    ck_assert_msg(fitting > 30 && refused > 0 && refused < 30, "the random "
+                  "cases gave %zu fitting layouts, %zu cases with none",
+                  fitting, refused);
+    free(want);
+}
+END_TEST
+
+/* The worked cell of lesson 10's README: 100B parameters, 80 layers of
+ * h = 10240 and 80 heads, micro-batches of 1 x 2048 tokens, 8 a step,
+ * 1F1B, on 64 H200s (141 GB), 8 a host; tp 8, pp 8, dp 1, by hand:
+ *   Ψd = 100e9 · 10 / (80 · 8) = 1.5625e9; state 16 Ψd = 25.00 GB
+ *   a layer's activations (34 sbh + 5 a s² b) / 8 = (713031680 +
+ *     1677721600) / 8 = 298844160; times 10 layers and 8 in flight:
+ *     23.91 GB
+ *   tp: 16 · 8 · 10 · 10240 · (2048 - 256) = 23.49 GB
+ *   pp: 8 micro-batches · 2 messages · 2 bytes · 256 rows · 10240
+ *     = 0.08 GB, across hosts (each stage is a host)
+ * and it is the first row: nothing but pp crosses hosts. */
+START_TEST(plan_worked_cell)
+{
+    char *argv[] = { (char *)harness_program("06-zero", "memory_calculator"),
+                     "--plan", "--params", "100B", "--transformer",
+                     "2048,1,10240,80", "--layers", "80", "--devices", "64",
+                     "--per-host", "8", "--micro-batches", "8", NULL };
+    run_result r = harness_run(argv, NULL, 20);
+    harness_expect_success(&r, "memory_calculator --plan");
+    const char *row = "\n   8   8   1    0 |   25.00   23.91   48.91 |  "
+                      "23.49    0.08*   0.00 |     0.08\n";
+    ck_assert_msg(strstr(r.out, "| crossing\n   8   8   1    0 |") != NULL &&
+                  strstr(r.out, row) != NULL, "--plan on the worked cell: "
+                  "the first row should read%s in:\n%s", row, r.out);
+    run_result_free(&r);
+}
+END_TEST
+
 Suite *lesson_suite(void)
 {
     Suite *suite = suite_create("memory_calculator");
@@ -688,5 +990,10 @@ Suite *lesson_suite(void)
                 pipeline_table_matches_the_lesson, 0, 20);
     harness_add(suite, "memory calculator: --tp divides the model before "
                 "ZeRO's table", tp_divides_the_zero_table, 0, 20);
+    harness_add(suite, "memory calculator: --plan, every layout of 30 random "
+                "transformers and clusters", plan_matches_the_description, 0,
+                60);
+    harness_add(suite, "memory calculator: --plan, the worked cell of 100B "
+                "on 64 H200s", plan_worked_cell, 0, 20);
     return suite;
 }

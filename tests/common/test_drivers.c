@@ -54,6 +54,9 @@ static const bad_input cases[] = {
     { "06-zero", "memory_calculator", { "--tp", "2,4" }, "memory_calculator: --tp with the ZeRO tables takes one t, got '2,4'" },
     { "06-zero", "memory_calculator", { "--mlp", "3,64,8", "--parallel-loss" }, "memory_calculator: --parallel-loss is for --mlp with an even number of hidden layers" },
     { "06-zero", "memory_calculator", { "--transformer", "2048,1,12288" }, "memory_calculator: --transformer needs S,B,H,A" },
+    { "06-zero", "memory_calculator", { "--plan", "--params", "100B" }, "memory_calculator: --plan needs --transformer S,B,H,A" },
+    { "06-zero", "memory_calculator", { "--plan", "--transformer=2048,1,10240,80", "--schedule=interleaved" }, "memory_calculator: --plan needs --transformer S,B,H,A (its micro-batch's shape), a --schedule of gpipe or 1f1b" },
+    { "06-zero", "memory_calculator", { "--plan", "--devices", "0" }, "memory_calculator: --devices must be from 1 to 65536" },
 };
 enum { case_count = sizeof cases / sizeof cases[0] };
 
