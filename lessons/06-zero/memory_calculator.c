@@ -648,9 +648,10 @@ int main(int argc, char **argv)
           "P stages (lesson 09): with --mlp, each stage's layers, model "
           "state and peak activations", 0, 64 },
         { "micro-batches", CLI_INT, &micro_batches,
-          "with --pipeline: micro-batches a step", 1, 1 << 16 },
+          "with --pipeline or --plan: micro-batches a step", 1, 1 << 16 },
         { "schedule", CLI_STRING, &schedule,
-          "with --pipeline: gpipe, 1f1b or interleaved", 0, 0 },
+          "with --pipeline: gpipe, 1f1b or interleaved (--plan: gpipe or "
+          "1f1b)", 0, 0 },
         { "chunks", CLI_INT, &chunks,
           "with --pipeline --schedule interleaved: chunks a rank", 1, 64 },
         { "transformer", CLI_STRING, &transformer_text,
