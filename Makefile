@@ -594,7 +594,7 @@ $(foreach bench,$(BENCHES),$(eval $(call bench_rules,$(notdir $(bench)),$(call l
 -include $(wildcard $(foreach variant,$(VARIANTS),build/$(variant)/*/*.d build/$(variant)/tests/*/*.d))
 
 # ---- 8. Targets ------------------------------------------------------------------
-.PHONY: help deps deps-ready mpi-ready all build-student build-solution build-sanitize demo test test-full test-clang test-mpich test-cluster run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release classroom gradescope-zip print-edited print-flags print-mpirun clean
+.PHONY: help deps deps-ready mpi-ready all cluster-up cluster-shell cluster-down build-student build-solution build-sanitize demo test test-full test-clang test-mpich test-cluster run-suites check watch tsan grade grade-all grade-fixture progress bench plots slides student-release classroom gradescope-zip print-edited print-flags print-mpirun clean
 
 # Targets that need solutions/ (those make help lists, then the others): in
 # a student release each says so instead.
@@ -746,6 +746,18 @@ else
 $(SOLUTION_TARGETS):
 	@echo "make $@: needs solutions/, which a student release leaves out (make check L=NN tests your files)" >&2; exit 2
 endif
+
+# A cluster of namespace hosts on this machine to practise on, up until
+# make cluster-down (scripts/cluster/up.sh; root; docs/clusters.md).
+HOSTS ?= 2
+RANKS ?= 2
+HOST ?= node1
+cluster-up: ## bring up hosts here to practise on: HOSTS=2 RANKS=2 (a host) RATE=1gbit (each link; as root)
+	@scripts/cluster/up.sh --hosts $(HOSTS) --slots $(RANKS) $(if $(RATE),--rate $(RATE))
+cluster-shell: ## a shell on a host of make cluster-up's (HOST=node1)
+	@scripts/cluster/up.sh --shell $(HOST)
+cluster-down: ## take make cluster-up's hosts down, leaving nothing behind
+	@scripts/cluster/up.sh --down
 
 # The programs bench/bench_NN.sh runs, of the lessons benchmarked.
 bench_programs = $(foreach lesson,$(BENCH_LESSONS),$(addprefix build/$(BENCH_VARIANT)/$(lesson)/,$($(lesson)_PROGRAMS)))

@@ -4,13 +4,14 @@
 # without ssh. Then COMMAND runs (on this machine, as itself), and the
 # hosts are taken down again, whatever happens.
 #
-#   scripts/cluster/hosts.sh [--hosts N] [--slots S] -- COMMAND [ARG...]
+#   scripts/cluster/hosts.sh [--hosts N] [--slots S] [--rate R] -- COMMAND [ARG...]
 #   scripts/cluster/hosts.sh --check     can hosts be made here? (0, or 77)
 #
 # For instance, a shell with two hosts to try things in:
 #   scripts/cluster/hosts.sh -- bash
 #   $ZZ_CLUSTER_MPIRUN -np 4 hostname        ranks on node1 and node2
 #   $ZZ_CLUSTER_DIR/on node2 ip -br addr     a command on node2
+#   $ZZ_CLUSTER_DIR/rate 1gbit               each host's link limited
 #
 # The hosts. Each host (node1 .. nodeN) is a network and a UTS namespace,
 # held open by a process of this script's that sleeps ("the holder"): its
@@ -23,6 +24,13 @@
 # holders die with this script, even when it is killed (their parent-death
 # signal), and the namespaces with the last process in them.
 #
+# The link. --rate R (tc's units: 500mbit, 1gbit) limits each host's link
+# to R each way: a token bucket (tc's tbf) on the host's eth0 for what it
+# sends, and on its port of the switch for what it receives. Bandwidth
+# only: this kernel has no netem, so no delay is added, and the hosts'
+# latency stays this machine's. ZZ_CLUSTER_DIR/rate R, or rate off,
+# changes it while the hosts are up.
+#
 # The launcher. COMMAND sees, in its environment:
 #   ZZ_CLUSTER_MPIRUN  a mpirun for these hosts: it starts Open MPI's mpirun
 #                      on node1, with the hostfile (each host S slots, 2 by
@@ -30,7 +38,8 @@
 #                      TCP over eth0 as the only transport (btl tcp,self):
 #                      no shared memory, even between ranks of one host
 #   ZZ_CLUSTER_DIR     this run's folder: hostfile, hosts (name, holder's
-#                      pid, address), on (the launch agent), mpirun, tmp/
+#                      pid, address), on (the launch agent), mpirun, rate,
+#                      switch (its holder's pid), tmp/
 #   ZZ_CLUSTER_HOSTS   the hosts' names, node1 .. nodeN
 # The launch agent, ZZ_CLUSTER_DIR/on HOST COMMAND...: like ssh HOST
 # COMMAND..., its words joined and run by sh, but in HOST's network and UTS
@@ -43,14 +52,16 @@
 # wrong use.
 set -euo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 hosts=2
 slots=2
+rate=
 check_only=false
 while [ $# -gt 0 ]; do
     case "$1" in
         --hosts) hosts=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
         --slots) slots=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
+        --rate) rate=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
         --check) check_only=true; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; break ;;
@@ -59,6 +70,10 @@ while [ $# -gt 0 ]; do
 done
 case "$hosts" in [2-8]) ;; *) echo "hosts.sh: --hosts takes 2 to 8, not '$hosts'" >&2; exit 2 ;; esac
 case "$slots" in [1-9]|[1-9][0-9]) ;; *) echo "hosts.sh: --slots takes 1 to 99, not '$slots'" >&2; exit 2 ;; esac
+if [ -n "$rate" ] && ! [[ $rate =~ ^[1-9][0-9]*(k|m|g)?bit$ ]]; then
+    echo "hosts.sh: --rate takes a whole rate in tc's units, such as 500mbit or 1gbit, not '$rate'" >&2
+    exit 2
+fi
 if ! $check_only && [ $# -eq 0 ]; then
     echo "hosts.sh: say what to run: hosts.sh [--hosts N] -- COMMAND (try --help)" >&2
     exit 2
@@ -66,7 +81,9 @@ fi
 net=${ZZ_CLUSTER_NET:-10.99.0}
 
 skip() { echo "hosts.sh: cannot make hosts here: $*; skipped" >&2; exit 77; }
-for tool in ip unshare nsenter setpriv; do
+tools="ip unshare nsenter setpriv"
+[ -z "$rate" ] || tools+=" tc"
+for tool in $tools; do
     command -v "$tool" >/dev/null 2>&1 ||
         skip "'$tool' is not installed (iproute2, util-linux)"
 done
@@ -157,6 +174,7 @@ switch=$holder
 in_ns "$switch" ip link add zzbr type bridge 2>"$state/ip.err" ||
     skip "a bridge: $(head -c 300 "$state/ip.err")"
 in_ns "$switch" ip link set zzbr up
+echo "$switch" > "$state/switch"
 
 : > "$state/hostfile"
 : > "$state/hosts"
@@ -198,6 +216,44 @@ fi
 exec nsenter -t "$pid" -n -u -- /bin/sh -c "$*"
 AGENT
 chmod +x "$state/on"
+
+# The links' limit: a token bucket on both ends of each host's veth pair.
+# Its burst holds 1 ms at the rate, and at least 16 KiB: a larger one lets
+# a message of its size through at the link's own speed, and the rate
+# holds only for longer ones. Packets wait up to 100 ms for tokens.
+cat > "$state/rate" <<'RATE'
+#!/bin/sh
+# ZZ_CLUSTER_DIR/rate RATE | off: each host's link limited to RATE each
+# way (tc's units: 500mbit, 1gbit), or not limited (see hosts.sh).
+dir=$(dirname "$0")
+limit=${1:-}
+case "$limit" in
+    off) burst= ;;
+    [1-9]*bit) burst=$(awk -v r="$limit" 'BEGIN {
+                   n = r + 0; u = substr(r, length(n "") + 1)
+                   n *= (u == "kbit" ? 1e3 : u == "mbit" ? 1e6 : u == "gbit" ? 1e9 : 1)
+                   b = n / 8 / 1000; printf "%d", (b < 16384 ? 16384 : b) }') ;;
+    *) echo "rate: say a rate in tc's units (500mbit, 1gbit) or off, not '$limit'" >&2; exit 2 ;;
+esac
+switch=$(cat "$dir/switch")
+k=0
+while read -r name pid address; do
+    k=$((k + 1))
+    for end in "$pid eth0" "$switch port$k"; do
+        holder=${end% *} device=${end#* }
+        if [ -z "$burst" ]; then
+            nsenter -t "$holder" -n tc qdisc del dev "$device" root 2>/dev/null || true
+        elif ! nsenter -t "$holder" -n tc qdisc replace dev "$device" root tbf rate "$limit" burst "$burst" latency 100ms; then
+            echo "rate: tc could not limit $name's link ($device)" >&2
+            exit 1
+        fi
+    done
+done < "$dir/hosts"
+RATE
+chmod +x "$state/rate"
+if [ -n "$rate" ]; then
+    "$state/rate" "$rate" 2>"$state/tc.err" || skip "tc's token bucket: $(head -c 300 "$state/tc.err")"
+fi
 
 # Open MPI's mpirun (Debian names it mpirun.openmpi beside MPICH's).
 ompi_mpirun=mpirun

@@ -26,7 +26,10 @@
 # Then a table: the wall time of each run (mpirun's start included) and
 # what the driver timed itself, TCP against shared memory, and the bytes
 # each host's eth0 moved; lesson 00's ping-pong here and between the
-# hosts (latency, bandwidth); and the closing line "N passed, N failed".
+# hosts (latency, bandwidth), and between them with each host's link
+# limited (hosts.sh's --rate: checked that every byte each host's eth0
+# moved went through the limit, tc's token buckets; the bandwidth shown);
+# and the closing line "N passed, N failed".
 #
 # Then a real Slurm on the same hosts (scripts/cluster/slurm.sh) runs the
 # job scripts of scripts/slurm/ and make grade-all's job array
@@ -83,6 +86,41 @@ if [ -z "${ZZ_CLUSTER_DIR:-}" ]; then
     start=$(date +%s)
     scripts/cluster/hosts.sh --hosts 2 --slots 2 -- "$0" "$@"
     status=$?
+    # make cluster-up's cluster, as docs/clusters.md tells a student to
+    # use it: up with a limited link, a command on node2 through make
+    # cluster-shell, down, and nothing of it left (its processes, its
+    # folder here and in the temporary folder).
+    if [ "$status" != 77 ] && [ -f "$work/tally" ] && ! $mpich; then
+        echo "== make cluster-up, cluster-shell and cluster-down"
+        cluster_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zz-cluster-up-XXXXXX")
+        {
+            TMPDIR=$cluster_tmp make -s --no-print-directory cluster-up HOSTS=2 RANKS=2 RATE=1gbit &&
+                pid=$(cat build/cluster/pid) &&
+                echo 'hostname; tc qdisc show dev eth0; $ZZ_CLUSTER_MPIRUN -np 4 hostname' |
+                    make -s --no-print-directory cluster-shell HOST=node2 &&
+                make -s --no-print-directory cluster-down
+        } > "$work/cluster-up.log" 2>&1 && up_status=0 || up_status=$?
+        left=$(ls -A "$cluster_tmp"; [ ! -e build/cluster ] || echo build/cluster;
+               [ -z "${pid:-}" ] || ! kill -0 "$pid" 2>/dev/null || echo "hosts.sh (pid $pid)")
+        shell_out=$(sed -n '/a shell on node2/,$p' "$work/cluster-up.log")
+        if [ "$up_status" != 0 ]; then
+            echo "  [FAIL] make cluster-up, cluster-shell, cluster-down: status $up_status ($work/cluster-up.log)"
+            echo "0 1" >> "$work/tally"
+        elif [ "$(printf '%s\n' "$shell_out" | sed -n 2p)" != node2 ] ||
+             ! printf '%s\n' "$shell_out" | grep -q "tbf .*rate 1Gbit" ||
+             [ "$(printf '%s\n' "$shell_out" | grep -cx 'node[12]')" != 5 ]; then
+            echo "  [FAIL] make cluster-shell HOST=node2 did not run there, with the link limited and 4 ranks on the hosts ($work/cluster-up.log)"
+            echo "0 1" >> "$work/tally"
+        elif [ -n "$left" ]; then
+            echo "  [FAIL] make cluster-down left behind: $left"
+            echo "0 1" >> "$work/tally"
+        else
+            echo "  [pass] make cluster-up HOSTS=2 RANKS=2 RATE=1gbit, a command on node2 (its link limited, 4 ranks across the hosts), make cluster-down: nothing left behind"
+            echo "1 0" >> "$work/tally"
+        fi
+        make -s --no-print-directory cluster-down > /dev/null 2>&1 || true
+        rm -rf "$cluster_tmp"
+    fi
     if [ "$status" = 77 ]; then
         echo "test-cluster: [skip] every case: no hosts can be made here (above: why)"
         echo "0 passed, 0 failed, 1 skipped"
@@ -325,6 +363,56 @@ for where in here hosts; do
     fi
 done
 
+# The link's limit (hosts.sh's rate, a token bucket on both ends of each
+# host's veth pair): on, a ping-pong between the hosts, and every byte
+# each host's eth0 sent went through the bucket on eth0 and every byte it
+# received through the one on its switch port (tc's counters, which count
+# each frame's Ethernet header too, so at least eth0's). The bandwidth is
+# shown beside the unlimited one, not checked. (Open MPI only.)
+bucket_sent() {   # bucket_sent PID DEVICE -> the bytes its tbf passed
+    nsenter -t "$1" -n tc -s qdisc show dev "$2" | awk '$1 == "qdisc" { tbf = ($2 == "tbf") } tbf && $1 == "Sent" { print $2; exit }'
+}
+if ! $mpich; then
+    link_rate=400mbit
+    switch=$(cat "$ZZ_CLUSTER_DIR/switch")
+    if "$ZZ_CLUSTER_DIR/rate" "$link_rate" > "$work/rate.log" 2>&1; then
+        declare -A before
+        k=0
+        while read -r name pid _; do
+            k=$((k + 1))
+            read -r rx tx < <(counters "$name")
+            before[$name]="$rx $tx $(bucket_sent "$pid" eth0) $(bucket_sent "$switch" "port$k")"
+        done < "$ZZ_CLUSTER_DIR/hosts"
+        launch "$here/$work/pingpong-limited.log" "$ZZ_CLUSTER_MPIRUN" -np 2 --map-by node --bind-to none \
+            "$here/$build/00-setup/pingpong" --max-bytes 4194304 --reps 5 && limited_ok=true || limited_ok=false
+        problems=
+        k=0
+        while read -r name pid _; do
+            k=$((k + 1))
+            read -r rx tx < <(counters "$name")
+            read -r rx0 tx0 out0 in0 <<< "${before[$name]}"
+            out=$(bucket_sent "$pid" eth0) in=$(bucket_sent "$switch" "port$k")
+            if [ -z "$out0" ] || [ -z "$in0" ] || [ -z "$out" ] || [ -z "$in" ]; then
+                problems+=" $name's link has no token bucket;"
+            elif [ $((tx - tx0)) -le 0 ] || [ $((out - out0)) -lt $((tx - tx0)) ] || [ $((in - in0)) -lt $((rx - rx0)) ]; then
+                problems+=" $name: eth0 sent $((tx - tx0)) and received $((rx - rx0)) bytes, its buckets passed $((out - out0)) and $((in - in0));"
+            fi
+        done < "$ZZ_CLUSTER_DIR/hosts"
+        if ! $limited_ok; then
+            fail "the link limited to $link_rate: the ping-pong between the hosts failed ($work/pingpong-limited.log)"
+        elif [ -n "$problems" ]; then
+            fail "the link limited to $link_rate: not every byte went through the token buckets:$problems"
+        else
+            pass "the link limited to $link_rate (hosts.sh's rate): every byte each host's eth0 sent and received went through its link's token bucket"
+        fi
+        pingpong+=("$(awk '$1 == 4194304 { print $3 " GB/s" }' "$work/pingpong-limited.log")")
+        "$ZZ_CLUSTER_DIR/rate" off >> "$work/rate.log" 2>&1 ||
+            fail "the link's limit could not be taken off again ($work/rate.log)"
+    else
+        fail "the link's limit: hosts.sh's rate $link_rate failed: $(head -c 300 "$work/rate.log")"
+    fi
+fi
+
 echo
 echo "Wall time of each run in seconds, mpirun's start included, and what the"
 echo "driver timed itself (02: communication, median; 05-07: the steps): here"
@@ -333,6 +421,7 @@ echo "eth0 sent and received."
 printf '%-24s %5s %7s %7s %11s %11s   %s\n' "case" "ranks" "here" "hosts" "here" "hosts" "host sent received ..."
 printf '%s\n' "${timings[@]}"
 echo "ping-pong, 2 ranks: here ${pingpong[0]}; between hosts ${pingpong[1]}"
+[ -z "${pingpong[2]:-}" ] || echo "ping-pong between the hosts, each link limited to $link_rate ($(awk -v r="${link_rate%mbit}" 'BEGIN { printf "%.3f", r / 8000 }') GB/s): 4 MiB messages at ${pingpong[2]}"
 
 # A real Slurm on these hosts, its job scripts and make grade-all's job
 # array (tests/cluster/slurm.sh says what it checks). Without Slurm it is
