@@ -25,10 +25,13 @@ static uint64_t ring_items(uint64_t items, uint64_t ranks)
     return ranks <= 1 ? 0 : items - items / ranks;
 }
 
-const char *plan_axis_name(int axis)
+/* Whether (tp, pp) is a layout the planner considers: tp divides the
+ * heads, pp is at most the layers, tp pp divides the devices. */
+static bool is_layout(const plan_model *model, const plan_cluster *cluster,
+                      uint64_t tp, uint64_t pp)
 {
-    static const char *const names[PLAN_AXES] = { "tp", "pp", "dp" };
-    return axis >= 0 && axis < PLAN_AXES ? names[axis] : "?";
+    return model->shape.heads % tp == 0 && pp <= model->layers &&
+           cluster->devices % (tp * pp) == 0;
 }
 
 /* Whether a group of the axis has ranks on two hosts: rank
@@ -62,8 +65,7 @@ int plan_layout_of(const plan_model *model, const plan_cluster *cluster,
                  "least 1");
         return -1;
     }
-    if (shape->heads % tp != 0 || pp > model->layers ||
-        cluster->devices % (tp * pp) != 0) {
+    if (!is_layout(model, cluster, tp, pp)) {
         snprintf(error, error_len, "tp = %llu and pp = %llu: tp must divide "
                  "the %llu heads, pp be at most the %llu layers, and tp x pp "
                  "divide the %llu devices", (unsigned long long)tp,
@@ -164,8 +166,7 @@ int plan_layouts(const plan_model *model, const plan_cluster *cluster,
     plan_layout *all = NULL;
     for (uint64_t tp = 1; tp <= cluster->devices; tp++)
         for (uint64_t pp = 1; pp <= cluster->devices / tp; pp++) {
-            if (cluster->devices % (tp * pp) != 0 ||
-                model->shape.heads % tp != 0 || pp > model->layers)
+            if (!is_layout(model, cluster, tp, pp))
                 continue;
             const bool one_replica = cluster->devices / (tp * pp) == 1;
             for (int stage = 0; stage < (one_replica ? 1 : ZERO_STAGES);

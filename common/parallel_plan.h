@@ -110,7 +110,4 @@ int plan_layouts(const plan_model *model, const plan_cluster *cluster,
                  plan_layout *layouts, size_t most, size_t *count,
                  char *error, size_t error_len);
 
-/* "tp", "pp" or "dp". */
-const char *plan_axis_name(int axis);
-
 #endif
